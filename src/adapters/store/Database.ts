@@ -1,0 +1,58 @@
+/**
+ * The store of record: one `SqlClient` over the Postgres wire protocol, whatever the transport. `DATABASE_URL` set →
+ * that server; unset → an embedded PGlite database under the data dir, reached through an in-process duplex. Same
+ * migrations, same SQL, same type codecs on both.
+ */
+import { PGlite } from "@electric-sql/pglite"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Redacted } from "effect"
+import type { SqlClient } from "effect/sql"
+import { mkdirSync } from "node:fs"
+import { migrate } from "./Migrations.ts"
+import { pgliteStream } from "./PgliteDuplex.ts"
+
+export type StoreKind = "postgres" | "pglite"
+
+/** What the rest of the app may know about the store: its kind (pool sizing, writer shards) and nothing else. */
+export class StoreInfo extends Context.Service<StoreInfo, { readonly kind: StoreKind }>()(
+  "tollgate/adapters/store/StoreInfo"
+) {}
+
+export type DatabaseOptions =
+  | { readonly kind: "postgres"; readonly url: Redacted.Redacted<string>; readonly maxConnections?: number }
+  /** `dataDir` undefined → an in-memory database (tests). */
+  | { readonly kind: "pglite"; readonly dataDir: string | undefined }
+
+const pgliteClient = (dataDir: string | undefined) =>
+  Layer.unwrap(
+    Effect.gen(function* () {
+      if (dataDir !== undefined) yield* Effect.sync(() => mkdirSync(dataDir, { recursive: true }))
+      const db = yield* Effect.acquireRelease(
+        Effect.promise(() => PGlite.create(dataDir === undefined ? "memory://" : dataDir)),
+        (db) => Effect.promise(() => db.close())
+      )
+      return PgClient.layer({
+        stream: pgliteStream(db),
+        username: "postgres",
+        database: "postgres",
+        maxConnections: 1
+      })
+    })
+  )
+
+const postgresClient = (url: Redacted.Redacted<string>, maxConnections: number) =>
+  PgClient.layer({ url, maxConnections, connectTimeout: "5 seconds" })
+
+/** SqlClient + StoreInfo with every migration applied. */
+export const layer = (
+  options: DatabaseOptions
+): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | StoreInfo, unknown> => {
+  const client =
+    options.kind === "postgres"
+      ? postgresClient(options.url, options.maxConnections ?? 10)
+      : pgliteClient(options.dataDir)
+  const migrated = Layer.effectDiscard(migrate()).pipe(Layer.provideMerge(client))
+  return Layer.merge(migrated, Layer.succeed(StoreInfo, StoreInfo.of({ kind: options.kind })))
+}
+
+export const postgresUrl = (url: string): Redacted.Redacted<string> => Redacted.make(url)

@@ -1,0 +1,266 @@
+/**
+ * The ledger service. Every mutating command goes through a group-commit writer: commands queue per shard (accounts
+ * hash to shards), and each shard's writer takes whatever has queued — up to `maxBatch` — and commits it in one
+ * transaction. Under load many requests' holds and settlements share a transaction; idle, a command commits alone
+ * with no added wait. The rules are checked per command by the pure decider, in queue order, so batching weakens
+ * none of them.
+ */
+import { Clock, Context, Deferred, Effect, Layer, Queue, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import { randomUUID } from "node:crypto"
+import { commitBatch } from "../adapters/store/LedgerStore.ts"
+import { storeUnavailable } from "../adapters/store/PgEventStore.ts"
+import { formatMicros, type Micros } from "../domain/Money.ts"
+import type { Decision, LedgerCommand, LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
+import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
+import { LedgerRejected } from "./LedgerErrors.ts"
+import { StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
+
+export interface PlaceHoldInput {
+  readonly accountId: string
+  readonly holdId?: string
+  readonly amount: Micros
+  readonly keyId: string | null
+  readonly keySpendLimit: Micros | null
+  readonly model: string | null
+  readonly plugin: string | null
+  readonly requestId: string | null
+  /** Overrides the default hold TTL; `null` = no expiry (a video task's deadline governs it). */
+  readonly ttlSeconds?: number | null
+}
+
+export interface LedgerOptions {
+  readonly holdTtlSeconds: number
+  readonly shards: number
+  readonly maxBatch: number
+  readonly sweepIntervalMillis: number
+}
+
+export const defaultLedgerOptions: LedgerOptions = {
+  holdTtlSeconds: 900,
+  shards: 4,
+  maxBatch: 256,
+  sweepIntervalMillis: 15_000
+}
+
+const describe = (rejection: LedgerRejection): string => {
+  switch (rejection._tag) {
+    case "AccountNotFound":
+      return `account ${rejection.accountId} does not exist`
+    case "AccountAlreadyExists":
+      return `account ${rejection.accountId} already exists`
+    case "InvalidAmount":
+      return rejection.message
+    case "InsufficientBalance":
+      return `insufficient balance: ${formatMicros(rejection.requested)} is needed for this request and ${formatMicros(rejection.available)} is available`
+    case "SpendLimitExceeded":
+      return `this key's spend limit of ${formatMicros(rejection.limit)} would be exceeded: ${formatMicros(rejection.used)} is already spent or held and this request needs ${formatMicros(rejection.requested)}`
+    case "HoldNotFound":
+      return `hold ${rejection.holdId} does not exist`
+    case "HoldAlreadyExists":
+      return `hold ${rejection.holdId} already exists`
+    case "HoldNotPending":
+      return `hold ${rejection.holdId} is already ${rejection.status}`
+  }
+}
+
+export const toLedgerError = (rejection: LedgerRejection): LedgerRejected =>
+  new LedgerRejected({ reason: rejection._tag, message: describe(rejection) })
+
+interface Pending {
+  readonly command: LedgerCommand
+  readonly metadata: Record<string, unknown>
+  readonly done: Deferred.Deferred<Decision, StoreUnavailable>
+}
+
+const shardOf = (accountId: string, shards: number): number => {
+  let hash = 0
+  for (let i = 0; i < accountId.length; i++) hash = (hash * 31 + accountId.charCodeAt(i)) | 0
+  return Math.abs(hash) % shards
+}
+
+export class Ledger extends Context.Service<
+  Ledger,
+  {
+    readonly openAccount: (
+      name: string
+    ) => Effect.Effect<{ readonly id: string; readonly name: string; readonly createdAt: string }, StoreUnavailable>
+    /** `duplicate` is true when the reference was already deposited (nothing new was written). */
+    readonly deposit: (
+      accountId: string,
+      amount: Micros,
+      reference: string,
+      metadata?: Record<string, unknown>
+    ) => Effect.Effect<{ readonly duplicate: boolean }, LedgerRejected | StoreUnavailable>
+    readonly placeHold: (
+      input: PlaceHoldInput
+    ) => Effect.Effect<
+      { readonly holdId: string; readonly expiresAt: string | null },
+      LedgerRejected | StoreUnavailable
+    >
+    readonly settle: (
+      accountId: string,
+      holdId: string,
+      cost: Micros,
+      usage: unknown
+    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable>
+    readonly release: (
+      accountId: string,
+      holdId: string,
+      reason: RefundReason
+    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable>
+    /** Releases every pending hold past its expiry; returns how many this call released. */
+    readonly sweepExpiredHolds: Effect.Effect<number, StoreUnavailable>
+  }
+>()("tollgate/app/Ledger") {
+  static readonly layerWith = (options: LedgerOptions) =>
+    Layer.effect(
+      Ledger,
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const queues = yield* Effect.forEach(Array.from({ length: options.shards }), () => Queue.unbounded<Pending>())
+
+        const runBatch = (batch: ReadonlyArray<Pending>) =>
+          Effect.gen(function* () {
+            const now = new Date(yield* Clock.currentTimeMillis)
+            const items = batch.map((p) => ({ command: p.command, metadata: p.metadata }))
+            const decisions = yield* commitBatch(items, now, randomUUID).pipe(
+              // Another instance created the same new stream first: decide again on fresh state.
+              Effect.retry({ while: (e) => e instanceof StreamVersionConflict, times: 3 }),
+              Effect.catchTag("StreamVersionConflict", (e) =>
+                Effect.fail(
+                  new StoreUnavailable({ message: `stream ${e.stream} kept changing under concurrent writers` })
+                )
+              ),
+              Effect.provideService(SqlClient.SqlClient, sql)
+            )
+            yield* Effect.forEach(batch, (p, i) => Deferred.succeed(p.done, decisions[i]), { discard: true })
+          }).pipe(
+            Effect.catch((error: StoreUnavailable) =>
+              Effect.forEach(batch, (p) => Deferred.fail(p.done, error), { discard: true })
+            ),
+            // A batch that started commits and answers even while the server shuts down.
+            Effect.uninterruptible
+          )
+
+        for (const queue of queues) {
+          yield* Queue.takeBetween(queue, 1, options.maxBatch).pipe(
+            Effect.flatMap(runBatch),
+            Effect.forever,
+            Effect.forkScoped
+          )
+        }
+
+        const submit = (command: LedgerCommand, metadata: Record<string, unknown> = {}) =>
+          Effect.gen(function* () {
+            const done = yield* Deferred.make<Decision, StoreUnavailable>()
+            yield* Queue.offer(queues[shardOf(command.accountId, options.shards)], { command, metadata, done })
+            return yield* Deferred.await(done)
+          })
+
+        const accepted = (decision: Decision) =>
+          decision._tag === "Rejected" ? Effect.fail(toLedgerError(decision.rejection)) : Effect.succeed(decision)
+
+        const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+
+        const openAccount = Effect.fn("Ledger.openAccount")(function* (name: string) {
+          const accountId = randomUUID()
+          const at = yield* nowIso
+          const decision = yield* submit({ type: "OpenAccount", accountId, name, at })
+          if (decision._tag === "Rejected") return yield* Effect.die(describe(decision.rejection)) // fresh uuid: a bug
+          return { id: accountId, name, createdAt: at }
+        })
+
+        const deposit = Effect.fn("Ledger.deposit")(function* (
+          accountId: string,
+          amount: Micros,
+          reference: string,
+          metadata: Record<string, unknown> = {}
+        ) {
+          const at = yield* nowIso
+          const decision = yield* accepted(
+            yield* submit({ type: "Deposit", accountId, amount, reference, at }, { ...metadata, actor: "admin" })
+          )
+          return { duplicate: decision.duplicate }
+        })
+
+        const placeHold = Effect.fn("Ledger.placeHold")(function* (input: PlaceHoldInput) {
+          const nowMs = yield* Clock.currentTimeMillis
+          const ttl = input.ttlSeconds === undefined ? options.holdTtlSeconds : input.ttlSeconds
+          const expiresAt = ttl === null ? null : new Date(nowMs + ttl * 1000).toISOString()
+          const holdId = input.holdId ?? randomUUID()
+          yield* accepted(
+            yield* submit(
+              {
+                type: "PlaceHold",
+                accountId: input.accountId,
+                holdId,
+                amount: input.amount,
+                keyId: input.keyId,
+                keySpendLimit: input.keySpendLimit,
+                model: input.model,
+                plugin: input.plugin,
+                requestId: input.requestId,
+                expiresAt,
+                at: new Date(nowMs).toISOString()
+              },
+              { requestId: input.requestId, keyId: input.keyId }
+            )
+          )
+          return { holdId, expiresAt }
+        })
+
+        const settle = Effect.fn("Ledger.settle")(function* (
+          accountId: string,
+          holdId: string,
+          cost: Micros,
+          usage: unknown
+        ) {
+          const at = yield* nowIso
+          yield* accepted(yield* submit({ type: "SettleHold", accountId, holdId, cost, usage, at }))
+        })
+
+        const release = Effect.fn("Ledger.release")(function* (
+          accountId: string,
+          holdId: string,
+          reason: RefundReason
+        ) {
+          const at = yield* nowIso
+          yield* accepted(yield* submit({ type: "ReleaseHold", accountId, holdId, reason, at }))
+        })
+
+        const sweepExpiredHolds = Effect.gen(function* () {
+          const now = new Date(yield* Clock.currentTimeMillis)
+          const due = yield* sql<{ hold_id: string; account_id: string }>`
+            SELECT hold_id, account_id FROM holds
+            WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ${now}
+            ORDER BY expires_at LIMIT 5000`.pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeUnavailable(e))))
+          const results = yield* Effect.forEach(
+            due,
+            (hold) =>
+              submit(
+                {
+                  type: "ReleaseHold",
+                  accountId: hold.account_id,
+                  holdId: hold.hold_id,
+                  reason: "expired",
+                  at: now.toISOString()
+                },
+                { actor: "expiry-sweep" }
+              ),
+            { concurrency: "unbounded" }
+          )
+          // A hold resolved meanwhile is rejected as not pending: it was released exactly once, by someone else.
+          return results.filter((d) => d._tag === "Accepted").length
+        }).pipe(Effect.withSpan("Ledger.sweepExpiredHolds"))
+
+        yield* sweepExpiredHolds.pipe(
+          Effect.catch((error) => Effect.logWarning("hold expiry sweep failed", error.message)),
+          Effect.repeat(Schedule.spaced(options.sweepIntervalMillis)),
+          Effect.forkScoped
+        )
+
+        return Ledger.of({ openAccount, deposit, placeHold, settle, release, sweepExpiredHolds })
+      })
+    )
+}

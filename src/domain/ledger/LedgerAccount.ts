@@ -1,0 +1,368 @@
+/**
+ * The account decider: `decide(state, command)` checks every ledger rule and returns the events to append, `evolve`
+ * folds one event into the state. Both are pure; the writer runs them on a partially loaded state (only the holds and
+ * keys a batch touches) and replay runs them on the full history, so live projections and replay agree by
+ * construction.
+ *
+ * Rules (architecture.md §4): a hold resolves exactly once; capture ≤ hold and refund = hold − capture; `available`
+ * never goes below zero (checked when a hold is placed); failed or rejected requests cost nothing (release refunds
+ * the whole hold); an expired hold is released exactly once.
+ */
+import { formatMicros, type Micros, min, parseDecimal } from "../Money.ts"
+import type { LedgerEvent, RefundReason } from "./LedgerEvent.ts"
+
+export type HoldStatus = "pending" | "settled" | "released"
+
+export interface HoldState {
+  readonly holdId: string
+  readonly accountId: string
+  readonly keyId: string | null
+  readonly amount: Micros
+  readonly status: HoldStatus
+  readonly captured: Micros
+  readonly refunded: Micros
+  readonly model: string | null
+  readonly plugin: string | null
+  readonly requestId: string | null
+  readonly expiresAt: string | null
+  readonly placedAt: string
+  readonly resolvedAt: string | null
+}
+
+export interface KeySpend {
+  readonly spent: Micros
+  readonly held: Micros
+}
+
+export interface AccountState {
+  readonly accountId: string
+  readonly exists: boolean
+  readonly name: string
+  readonly createdAt: string | null
+  readonly deposited: Micros
+  readonly captured: Micros
+  readonly held: Micros
+  /** Holds known to this state: all of them on replay, the ones a batch touches in the writer. */
+  readonly holds: ReadonlyMap<string, HoldState>
+  /** Spend per key known to this state (same partial-loading rule as holds). */
+  readonly keys: ReadonlyMap<string, KeySpend>
+  /** Deposit references known to this state, for idempotent deposits. */
+  readonly depositReferences: ReadonlyMap<string, Micros>
+}
+
+export const available = (state: Pick<AccountState, "deposited" | "captured" | "held">): Micros =>
+  state.deposited - state.captured - state.held
+
+export const initialState = (accountId: string): AccountState => ({
+  accountId,
+  exists: false,
+  name: "",
+  createdAt: null,
+  deposited: 0n,
+  captured: 0n,
+  held: 0n,
+  holds: new Map(),
+  keys: new Map(),
+  depositReferences: new Map()
+})
+
+export type LedgerCommand =
+  | { readonly type: "OpenAccount"; readonly accountId: string; readonly name: string; readonly at: string }
+  | {
+      readonly type: "Deposit"
+      readonly accountId: string
+      readonly amount: Micros
+      readonly reference: string
+      readonly at: string
+    }
+  | {
+      readonly type: "PlaceHold"
+      readonly accountId: string
+      readonly holdId: string
+      readonly amount: Micros
+      readonly keyId: string | null
+      /** The key's spend limit, when it has one: spent + held + amount must stay within it. */
+      readonly keySpendLimit: Micros | null
+      readonly model: string | null
+      readonly plugin: string | null
+      readonly requestId: string | null
+      readonly expiresAt: string | null
+      readonly at: string
+    }
+  | {
+      readonly type: "SettleHold"
+      readonly accountId: string
+      readonly holdId: string
+      readonly cost: Micros
+      readonly usage: unknown
+      readonly at: string
+    }
+  | {
+      readonly type: "ReleaseHold"
+      readonly accountId: string
+      readonly holdId: string
+      readonly reason: RefundReason
+      readonly at: string
+    }
+
+export type LedgerRejection =
+  | { readonly _tag: "AccountNotFound"; readonly accountId: string }
+  | { readonly _tag: "AccountAlreadyExists"; readonly accountId: string }
+  | { readonly _tag: "InvalidAmount"; readonly message: string }
+  | { readonly _tag: "InsufficientBalance"; readonly available: Micros; readonly requested: Micros }
+  | { readonly _tag: "SpendLimitExceeded"; readonly limit: Micros; readonly used: Micros; readonly requested: Micros }
+  | { readonly _tag: "HoldNotFound"; readonly holdId: string }
+  | { readonly _tag: "HoldAlreadyExists"; readonly holdId: string }
+  | { readonly _tag: "HoldNotPending"; readonly holdId: string; readonly status: HoldStatus }
+
+export type Decision =
+  | { readonly _tag: "Accepted"; readonly events: ReadonlyArray<LedgerEvent>; readonly duplicate: boolean }
+  | { readonly _tag: "Rejected"; readonly rejection: LedgerRejection }
+
+const accept = (events: ReadonlyArray<LedgerEvent>, duplicate = false): Decision => ({
+  _tag: "Accepted",
+  events,
+  duplicate
+})
+const reject = (rejection: LedgerRejection): Decision => ({ _tag: "Rejected", rejection })
+
+export const decide = (state: AccountState, command: LedgerCommand): Decision => {
+  if (command.type === "OpenAccount") {
+    if (state.exists) return reject({ _tag: "AccountAlreadyExists", accountId: command.accountId })
+    return accept([
+      { type: "AccountOpened", data: { accountId: command.accountId, name: command.name, at: command.at } }
+    ])
+  }
+  if (!state.exists) return reject({ _tag: "AccountNotFound", accountId: command.accountId })
+  const accountId = state.accountId
+  switch (command.type) {
+    case "Deposit": {
+      if (command.amount <= 0n) return reject({ _tag: "InvalidAmount", message: "amount must be greater than zero" })
+      if (state.depositReferences.has(command.reference)) return accept([], true)
+      return accept([
+        {
+          type: "FundsDeposited",
+          data: { accountId, amount: formatMicros(command.amount), reference: command.reference, at: command.at }
+        }
+      ])
+    }
+    case "PlaceHold": {
+      if (command.amount < 0n) return reject({ _tag: "InvalidAmount", message: "a hold cannot be negative" })
+      if (state.holds.has(command.holdId)) return reject({ _tag: "HoldAlreadyExists", holdId: command.holdId })
+      const free = available(state)
+      if (command.amount > free) {
+        return reject({ _tag: "InsufficientBalance", available: free, requested: command.amount })
+      }
+      if (command.keyId !== null && command.keySpendLimit !== null) {
+        const spend = state.keys.get(command.keyId) ?? { spent: 0n, held: 0n }
+        const used = spend.spent + spend.held
+        if (used + command.amount > command.keySpendLimit) {
+          return reject({
+            _tag: "SpendLimitExceeded",
+            limit: command.keySpendLimit,
+            used,
+            requested: command.amount
+          })
+        }
+      }
+      return accept([
+        {
+          type: "HoldPlaced",
+          data: {
+            accountId,
+            holdId: command.holdId,
+            amount: formatMicros(command.amount),
+            keyId: command.keyId,
+            model: command.model,
+            plugin: command.plugin,
+            requestId: command.requestId,
+            expiresAt: command.expiresAt,
+            at: command.at
+          }
+        }
+      ])
+    }
+    case "SettleHold": {
+      const hold = state.holds.get(command.holdId)
+      if (hold === undefined) return reject({ _tag: "HoldNotFound", holdId: command.holdId })
+      if (hold.status !== "pending") return reject({ _tag: "HoldNotPending", holdId: hold.holdId, status: hold.status })
+      if (command.cost < 0n) return reject({ _tag: "InvalidAmount", message: "a cost cannot be negative" })
+      const captured = min(command.cost, hold.amount)
+      const events: Array<LedgerEvent> = [
+        {
+          type: "UsageRecalculated",
+          data: {
+            accountId,
+            holdId: hold.holdId,
+            cost: formatMicros(command.cost),
+            captured: formatMicros(captured),
+            usage: command.usage,
+            at: command.at
+          }
+        }
+      ]
+      if (hold.amount > captured) {
+        events.push({
+          type: "RefundIssued",
+          data: {
+            accountId,
+            holdId: hold.holdId,
+            amount: formatMicros(hold.amount - captured),
+            reason: "unused",
+            at: command.at
+          }
+        })
+      }
+      if (command.cost > hold.amount) {
+        // Availability after this hold is resolved: the capture and the hold's own release cancel out.
+        const free = available(state)
+        const overage = command.cost - hold.amount
+        const charged = min(overage, free > 0n ? free : 0n)
+        events.push({
+          type: "OverageCharged",
+          data: {
+            accountId,
+            holdId: hold.holdId,
+            amount: formatMicros(charged),
+            uncollected: formatMicros(overage - charged),
+            at: command.at
+          }
+        })
+      }
+      return accept(events)
+    }
+    case "ReleaseHold": {
+      const hold = state.holds.get(command.holdId)
+      if (hold === undefined) return reject({ _tag: "HoldNotFound", holdId: command.holdId })
+      if (hold.status !== "pending") return reject({ _tag: "HoldNotPending", holdId: hold.holdId, status: hold.status })
+      return accept([
+        {
+          type: "RefundIssued",
+          data: {
+            accountId,
+            holdId: hold.holdId,
+            amount: formatMicros(hold.amount),
+            reason: command.reason,
+            at: command.at
+          }
+        }
+      ])
+    }
+  }
+}
+
+const amountOf = (text: string): Micros => {
+  const value = parseDecimal(text)
+  if (value === undefined) throw new Error(`ledger event carries a malformed amount: ${text}`) // a corrupt event is a bug
+  return value
+}
+
+const withKey = (
+  keys: ReadonlyMap<string, KeySpend>,
+  keyId: string | null,
+  change: (spend: KeySpend) => KeySpend
+): ReadonlyMap<string, KeySpend> => {
+  if (keyId === null) return keys
+  const next = new Map(keys)
+  next.set(keyId, change(keys.get(keyId) ?? { spent: 0n, held: 0n }))
+  return next
+}
+
+const withHold = (holds: ReadonlyMap<string, HoldState>, hold: HoldState): ReadonlyMap<string, HoldState> => {
+  const next = new Map(holds)
+  next.set(hold.holdId, hold)
+  return next
+}
+
+/**
+ * Folds one event. Unknown holds are tolerated (the writer loads only what a batch touches); the balance fields are
+ * always complete because every event of the stream is folded into them.
+ */
+export const evolve = (state: AccountState, event: LedgerEvent): AccountState => {
+  switch (event.type) {
+    case "AccountOpened":
+      return { ...state, exists: true, name: event.data.name, createdAt: event.data.at }
+    case "FundsDeposited": {
+      const amount = amountOf(event.data.amount)
+      const depositReferences = new Map(state.depositReferences)
+      depositReferences.set(event.data.reference, amount)
+      return { ...state, deposited: state.deposited + amount, depositReferences }
+    }
+    case "HoldPlaced": {
+      const amount = amountOf(event.data.amount)
+      const hold: HoldState = {
+        holdId: event.data.holdId,
+        accountId: event.data.accountId,
+        keyId: event.data.keyId,
+        amount,
+        status: "pending",
+        captured: 0n,
+        refunded: 0n,
+        model: event.data.model,
+        plugin: event.data.plugin,
+        requestId: event.data.requestId,
+        expiresAt: event.data.expiresAt,
+        placedAt: event.data.at,
+        resolvedAt: null
+      }
+      return {
+        ...state,
+        held: state.held + amount,
+        holds: withHold(state.holds, hold),
+        keys: withKey(state.keys, hold.keyId, (s) => ({ spent: s.spent, held: s.held + amount }))
+      }
+    }
+    case "UsageRecalculated": {
+      const captured = amountOf(event.data.captured)
+      const hold = state.holds.get(event.data.holdId)
+      const holds =
+        hold === undefined
+          ? state.holds
+          : withHold(state.holds, { ...hold, status: "settled", captured, resolvedAt: event.data.at })
+      return {
+        ...state,
+        held: state.held - captured,
+        captured: state.captured + captured,
+        holds,
+        keys: withKey(state.keys, hold?.keyId ?? null, (s) => ({ spent: s.spent + captured, held: s.held - captured }))
+      }
+    }
+    case "OverageCharged": {
+      const amount = amountOf(event.data.amount)
+      const hold = state.holds.get(event.data.holdId)
+      const holds =
+        hold === undefined ? state.holds : withHold(state.holds, { ...hold, captured: hold.captured + amount })
+      return {
+        ...state,
+        captured: state.captured + amount,
+        holds,
+        keys: withKey(state.keys, hold?.keyId ?? null, (s) => ({ spent: s.spent + amount, held: s.held }))
+      }
+    }
+    case "RefundIssued": {
+      const amount = amountOf(event.data.amount)
+      const hold = state.holds.get(event.data.holdId)
+      const holds =
+        hold === undefined
+          ? state.holds
+          : withHold(state.holds, {
+              ...hold,
+              status: hold.status === "pending" ? "released" : hold.status,
+              refunded: hold.refunded + amount,
+              resolvedAt: hold.resolvedAt ?? event.data.at
+            })
+      return {
+        ...state,
+        held: state.held - amount,
+        holds,
+        keys: withKey(state.keys, hold?.keyId ?? null, (s) => ({ spent: s.spent, held: s.held - amount }))
+      }
+    }
+  }
+}
+
+export const fold = (state: AccountState, events: Iterable<LedgerEvent>): AccountState => {
+  let current = state
+  for (const event of events) current = evolve(current, event)
+  return current
+}
