@@ -1,0 +1,330 @@
+/**
+ * The simulator's socket edge: a node:http server on loopback that routes to the pure dialect handlers and applies
+ * the fault knobs while writing. This file wraps node:http, timers and sockets, so it is where callbacks, Promises
+ * and the one try/catch around JSON.parse live.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { createMessage, countTokens, listAnthropicModels } from "./AnthropicMessages.ts"
+import { FAULT_HEADER, type FaultKnobs, resolveFaults } from "./Faults.ts"
+import { GEMINI_ROUTE, geminiGenerate } from "./GeminiGenerate.ts"
+import { anthropicError, forcedError, geminiError, openAIError } from "./ErrorEnvelopes.ts"
+import { chatCompletions, listOpenAIModels } from "./OpenAIChat.ts"
+import { DEFAULT_REPLY_TOKENS } from "./Reply.ts"
+import {
+  type Dialect,
+  json,
+  type JsonReply,
+  type SimContext,
+  type SimReply,
+  type SimRequest,
+  type SseReply
+} from "./SimResponse.ts"
+import { DEFAULT_THINKING_SECRET } from "./ThinkingSignature.ts"
+
+export interface SimulatorOptions {
+  /** Default 127.0.0.1. */
+  readonly host?: string | undefined
+  /** Default 0: an ephemeral port. */
+  readonly port?: number | undefined
+  /** The key every vendor endpoint requires. Default `sk-sim-test-key`. */
+  readonly apiKey?: string | undefined
+  /** Knobs applied to every request until changed. */
+  readonly faults?: FaultKnobs | undefined
+  /** When set, other model names get the vendor's "model not found". */
+  readonly models?: ReadonlyArray<string> | undefined
+  /** Target length of text replies in tokens (default 24). */
+  readonly replyTokens?: number | undefined
+  readonly thinkingSecret?: string | undefined
+  /** The `created` timestamp in OpenAI replies; fixed so replies are byte-for-byte reproducible. */
+  readonly createdSeconds?: number | undefined
+}
+
+export interface RecordedCall {
+  readonly method: string
+  readonly path: string
+  readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+  readonly body: unknown
+}
+
+export interface RunningSimulator {
+  /** Host root, e.g. `http://127.0.0.1:41234` (OpenAI clients append `/v1`). */
+  readonly baseUrl: string
+  readonly port: number
+  readonly apiKey: string
+  /** Replace the instance knobs; with `times`, they apply to the next `times` requests only. */
+  readonly setFaults: (knobs: FaultKnobs, times?: number) => void
+  readonly clearFaults: () => void
+  /** The most recent requests (up to 500), oldest first. */
+  readonly calls: () => ReadonlyArray<RecordedCall>
+  readonly clearCalls: () => void
+  readonly close: () => Promise<void>
+}
+
+export const DEFAULT_API_KEY = "sk-sim-test-key"
+const DEFAULT_MODELS = [
+  "gpt-4o-mini",
+  "gpt-5",
+  "claude-sonnet-4-5",
+  "claude-opus-4-1",
+  "gemini-2.5-flash",
+  "gemini-2.5-pro"
+]
+const MAX_BODY_BYTES = 64 * 1024 * 1024
+const MAX_RECORDED = 500
+
+interface Route {
+  readonly dialect: Dialect
+  readonly handle: (request: SimRequest, context: SimContext, replyTokens: number) => SimReply
+}
+
+const route = (request: SimRequest): Route | undefined => {
+  const { method, path } = request
+  if (method === "POST" && path === "/v1/chat/completions") return { dialect: "openai", handle: chatCompletions }
+  if (method === "POST" && path === "/v1/messages") return { dialect: "anthropic", handle: createMessage }
+  if (method === "POST" && path === "/v1/messages/count_tokens") {
+    return { dialect: "anthropic", handle: (req, ctx) => countTokens(req, ctx) }
+  }
+  if (method === "GET" && path === "/v1/models") {
+    // Both vendors use this path; the Anthropic SDK always sends `anthropic-version`.
+    return request.headers["anthropic-version"] !== undefined || request.headers["x-api-key"] !== undefined
+      ? { dialect: "anthropic", handle: (req, ctx) => listAnthropicModels(req, ctx, DEFAULT_MODELS) }
+      : { dialect: "openai", handle: (req, ctx) => listOpenAIModels(req, ctx, DEFAULT_MODELS) }
+  }
+  const gemini = method === "POST" ? GEMINI_ROUTE.exec(path) : null
+  if (gemini !== null) {
+    const model = decodeURIComponent(gemini[1]!)
+    const geminiMethod = gemini[2]!
+    return { dialect: "gemini", handle: (req, ctx, tokens) => geminiGenerate(req, ctx, model, geminiMethod, tokens) }
+  }
+  return undefined
+}
+
+const notFound = (request: SimRequest): JsonReply => {
+  const message = `Unknown request URL: ${request.method} ${request.path}.`
+  if (request.path.startsWith("/v1beta") || request.path.startsWith("/v1alpha"))
+    return json(404, geminiError(404, message))
+  if (request.headers["anthropic-version"] !== undefined) return json(404, anthropicError(404, message, "req_sim_404"))
+  return json(404, openAIError(404, message, { code: "unknown_url" }))
+}
+
+const SSE_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  connection: "keep-alive",
+  "x-accel-buffering": "no"
+}
+
+/** Starts a simulator; resolves once it listens. */
+export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningSimulator> => {
+  const apiKey = options.apiKey ?? DEFAULT_API_KEY
+  let counter = 0
+  const context: SimContext = {
+    apiKey,
+    thinkingSecret: options.thinkingSecret ?? DEFAULT_THINKING_SECRET,
+    createdSeconds: options.createdSeconds ?? 1_760_000_000,
+    replyTokens: options.replyTokens ?? DEFAULT_REPLY_TOKENS,
+    models: options.models,
+    nextId: () => {
+      counter += 1
+      return counter.toString(36).padStart(8, "0")
+    }
+  }
+  let instanceFaults: FaultKnobs = options.faults ?? {}
+  let remainingFaulted: number | undefined
+  let recorded: Array<RecordedCall> = []
+  let closed = false
+  const timers = new Set<NodeJS.Timeout>()
+
+  const later = (ms: number, run: () => void): void => {
+    const timer = setTimeout(() => {
+      timers.delete(timer)
+      if (!closed) run()
+    }, ms)
+    timers.add(timer)
+  }
+
+  const takeInstanceFaults = (): FaultKnobs => {
+    if (remainingFaulted === undefined) return instanceFaults
+    if (remainingFaulted <= 0) {
+      instanceFaults = {}
+      remainingFaulted = undefined
+      return instanceFaults
+    }
+    remainingFaulted -= 1
+    return instanceFaults
+  }
+
+  const writeJson = (res: ServerResponse, reply: Omit<JsonReply, "_tag">, faults: FaultKnobs): void => {
+    if (faults.endless === true || faults.stallAfter !== undefined) return // the reply never comes
+    const full = JSON.stringify(reply.body)
+    const text = faults.malformed === true ? full.slice(0, Math.max(1, Math.floor(full.length / 2))) : full
+    res.writeHead(reply.status, {
+      ...reply.headers,
+      "content-type": "application/json",
+      "content-length": String(Buffer.byteLength(text))
+    })
+    if (faults.cutAfter !== undefined) {
+      res.write(text.slice(0, Math.floor(text.length / 2)))
+      later(5, () => res.destroy())
+      return
+    }
+    res.end(text)
+  }
+
+  const writeSse = (res: ServerResponse, reply: SseReply, faults: FaultKnobs): void => {
+    res.writeHead(200, { ...SSE_HEADERS, ...reply.headers })
+    res.flushHeaders()
+    const events = [...reply.head, ...reply.tail]
+    if (faults.malformed === true) events[Math.min(1, events.length - 1)] = reply.malformed
+    const delay = faults.chunkDelayMs ?? 0
+    // Without a delay every frame goes out in this tick anyway; corking turns them into one write instead of dozens.
+    if (delay === 0 && faults.endless !== true) {
+      res.socket?.cork()
+      process.nextTick(() => res.socket?.uncork())
+    }
+    const step = (index: number): void => {
+      for (let i = index; ; i++) {
+        if (closed || res.destroyed) return
+        if (faults.cutAfter !== undefined && i >= faults.cutAfter) {
+          // Give the written frames a moment to leave, then drop the connection without the closing events.
+          later(5, () => res.destroy())
+          return
+        }
+        if (faults.errorAfter !== undefined && i >= faults.errorAfter) {
+          res.end(reply.error)
+          return
+        }
+        if (faults.stallAfter !== undefined && i >= faults.stallAfter) return
+        const endless = faults.endless === true && i >= reply.head.length
+        if (!endless && i >= events.length) {
+          res.end()
+          return
+        }
+        const drained = res.write(endless ? reply.filler(i - reply.head.length) : events[i]!)
+        if (!drained) {
+          res.once("drain", () => (delay > 0 ? later(delay, () => step(i + 1)) : step(i + 1)))
+          return
+        }
+        // An endless stream must yield to the event loop even without a delay.
+        if (delay > 0 || endless) {
+          later(Math.max(delay, 1), () => step(i + 1))
+          return
+        }
+      }
+    }
+    step(0)
+  }
+
+  const respond = (res: ServerResponse, request: SimRequest): void => {
+    if (request.method === "GET" && request.path === "/health") {
+      writeJson(res, { status: 200, headers: {}, body: { ok: true } }, {})
+      return
+    }
+    recorded.push({ method: request.method, path: request.path, headers: request.headers, body: request.body })
+    if (recorded.length > MAX_RECORDED) recorded = recorded.slice(-MAX_RECORDED)
+    const faults = resolveFaults(
+      takeInstanceFaults(),
+      typeof request.headers[FAULT_HEADER] === "string" ? (request.headers[FAULT_HEADER] as string) : undefined
+    )
+    const found = route(request)
+    const send = (): void => {
+      if (found === undefined) {
+        writeJson(res, notFound(request), {})
+        return
+      }
+      if (faults.status !== undefined) {
+        const requestId = `req_sim${context.nextId()}`
+        const retryAfter: Record<string, string> =
+          faults.retryAfterSeconds === undefined
+            ? {}
+            : {
+                "retry-after": String(Math.ceil(faults.retryAfterSeconds)),
+                "retry-after-ms": String(Math.round(faults.retryAfterSeconds * 1000))
+              }
+        writeJson(
+          res,
+          {
+            status: faults.status,
+            headers: { ...retryAfter, "x-request-id": requestId, "request-id": requestId },
+            body: forcedError(found.dialect, faults.status, requestId)
+          },
+          { malformed: faults.malformed }
+        )
+        return
+      }
+      const reply = found.handle(request, context, faults.replyTokens ?? context.replyTokens)
+      if (reply._tag === "Json") writeJson(res, reply, reply.status === 200 ? faults : {})
+      else writeSse(res, reply, faults)
+    }
+    if (faults.latencyMs !== undefined && faults.latencyMs > 0) later(faults.latencyMs, send)
+    else send()
+  }
+
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= MAX_BODY_BYTES) chunks.push(chunk)
+    })
+    req.on("end", () => {
+      const url = new URL(req.url ?? "/", "http://simulator.invalid")
+      const raw = Buffer.concat(chunks).toString("utf8")
+      let body: unknown
+      let bodyInvalid = false
+      if (raw.length > 0) {
+        // JSON.parse is the one non-Effect call here that throws on bad input.
+        try {
+          body = JSON.parse(raw)
+        } catch {
+          bodyInvalid = true
+        }
+      }
+      const request: SimRequest = {
+        method: req.method ?? "GET",
+        path: url.pathname,
+        query: url.searchParams,
+        headers: req.headers,
+        body,
+        bodyInvalid: bodyInvalid || size > MAX_BODY_BYTES
+      }
+      respond(res, request)
+    })
+  })
+  server.keepAliveTimeout = 65_000
+
+  return new Promise((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
+      server.off("error", reject)
+      const address = server.address() as AddressInfo
+      const host = address.family === "IPv6" ? `[${address.address}]` : address.address
+      resolve({
+        baseUrl: `http://${host}:${address.port}`,
+        port: address.port,
+        apiKey,
+        setFaults: (knobs, times) => {
+          instanceFaults = knobs
+          remainingFaulted = times
+        },
+        clearFaults: () => {
+          instanceFaults = {}
+          remainingFaulted = undefined
+        },
+        calls: () => recorded.slice(),
+        clearCalls: () => {
+          recorded = []
+        },
+        close: () =>
+          new Promise<void>((done) => {
+            closed = true
+            for (const timer of timers) clearTimeout(timer)
+            timers.clear()
+            server.close(() => done())
+            server.closeAllConnections()
+          })
+      })
+    })
+  })
+}

@@ -1,0 +1,175 @@
+/**
+ * HTTP calls to upstream vendors over one keep-alive undici `Pool` per origin. The per-request path stays thin (no
+ * Effect HttpClient, no per-chunk Effect Stream): measured in shared/stack-notes.md §0, those cost most of the
+ * throughput of a pass-through. Effect is kept for the service, the errors and interruption: interrupting `request`, or
+ * an Effect reading its body, aborts the upstream request and destroys its socket.
+ */
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import { type Dispatcher, Pool } from "undici"
+import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
+import { ResponseBody } from "./ResponseBody.ts"
+import { credentialHeaders, protocolHeaders } from "./UpstreamEndpoints.ts"
+import {
+  HttpStatus,
+  isRequestDefect,
+  isRetryableStatus,
+  parseRetryAfter,
+  reasonFromCause,
+  truncateErrorBody,
+  UpstreamError
+} from "./UpstreamError.ts"
+
+export interface UpstreamRequest {
+  readonly upstream: UpstreamConfig
+  readonly method: Dispatcher.HttpMethod
+  /** Appended to the base URL's path, query included: `/chat/completions`, `/v1/messages`, `…:streamGenerateContent?alt=sse`. */
+  readonly path: string
+  /** Lower-case names. Credentials are added by the client and must not be passed here. */
+  readonly headers?: Readonly<Record<string, string>>
+  /** Sent as is; `content-type: application/json` is assumed unless `headers` says otherwise. */
+  readonly body?: Uint8Array | string
+  /** Overrides the upstream's wait for response headers. */
+  readonly timeoutMs?: number
+  /** Overrides the upstream's longest silence inside the body. */
+  readonly idleTimeoutMs?: number
+  /** Aborts the request, and later its body, when fired. */
+  readonly signal?: AbortSignal
+}
+
+/** A 2xx response; other statuses fail with an `HttpStatus` reason. The body must be read or cancelled. */
+export interface UpstreamResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+  readonly body: ResponseBody
+}
+
+/** Bytes of an error body read before it is cut off; the rest is discarded with the connection. */
+const ERROR_BODY_BYTES = 16 * 1024
+
+/** A stuck `Pool.close()` must not hold up shutdown for longer than this. */
+const POOL_CLOSE_GRACE = "5 seconds"
+
+/** What a request needs from its upstream, computed once per upstream. */
+interface Target {
+  readonly pool: Pool
+  readonly basePath: string
+  readonly defaults: Readonly<Record<string, string>>
+  readonly defaultsWithBody: Readonly<Record<string, string>>
+  readonly credentials: Readonly<Record<string, string>>
+}
+
+export class UpstreamClient extends Context.Service<
+  UpstreamClient,
+  {
+    /** Sends a request; fails with `UpstreamError` on connection failures, timeouts and non-2xx statuses. */
+    request(request: UpstreamRequest): Effect.Effect<UpstreamResponse, UpstreamError>
+  }
+>()("tollgate/adapters/upstream/UpstreamClient") {
+  /** Pools are opened on first use and closed (then destroyed, if requests linger) when the layer's scope closes. */
+  static readonly layer: Layer.Layer<UpstreamClient> = Layer.effect(
+    UpstreamClient,
+    Effect.gen(function* () {
+      const pools = new Map<string, Pool>()
+      const targets = new WeakMap<UpstreamConfig, Target>()
+      yield* Effect.addFinalizer(() => closePools(pools))
+
+      const target = (upstream: UpstreamConfig): Target => {
+        const known = targets.get(upstream)
+        if (known !== undefined) return known
+        const url = new URL(upstream.baseUrl)
+        let pool = pools.get(url.origin)
+        if (pool === undefined) {
+          pool = new Pool(url.origin, {
+            connections: upstream.maxConnections,
+            keepAliveTimeout: 60_000,
+            connect: { timeout: 10_000 }
+          })
+          pools.set(url.origin, pool)
+        }
+        const made: Target = {
+          pool,
+          basePath: url.pathname.replace(/\/+$/, ""),
+          defaults: protocolHeaders(upstream),
+          defaultsWithBody: { "content-type": "application/json", ...protocolHeaders(upstream) },
+          credentials: credentialHeaders(upstream)
+        }
+        targets.set(upstream, made)
+        return made
+      }
+
+      const request = Effect.fn("UpstreamClient.request")(function* (request: UpstreamRequest) {
+        const { upstream } = request
+        const { pool, basePath, defaults, defaultsWithBody, credentials } = target(upstream)
+        const timeouts = {
+          headersMs: request.timeoutMs ?? upstream.timeoutMs,
+          idleMs: request.idleTimeoutMs ?? upstream.idleTimeoutMs
+        }
+        const failure = (cause: unknown) => reasonFromCause(cause, timeouts)
+        const response = yield* Effect.callback<Dispatcher.ResponseData, UpstreamError>((resume, interrupted) => {
+          const signal = request.signal === undefined ? interrupted : AbortSignal.any([interrupted, request.signal])
+          pool
+            .request({
+              method: request.method,
+              path: basePath + request.path,
+              headers: {
+                ...(request.body === undefined ? defaults : defaultsWithBody),
+                ...request.headers,
+                ...credentials
+              },
+              body: request.body,
+              signal,
+              headersTimeout: timeouts.headersMs,
+              bodyTimeout: timeouts.idleMs
+            })
+            .then(
+              (data) => {
+                // Headers can land in the same tick as an interruption; nobody will read this body then.
+                if (interrupted.aborted) data.body.destroy()
+                else resume(Effect.succeed(data))
+              },
+              (cause) =>
+                resume(
+                  isRequestDefect(cause)
+                    ? Effect.die(cause)
+                    : Effect.fail(new UpstreamError({ upstream: upstream.name, reason: failure(cause) }))
+                )
+            )
+        })
+        const body = new ResponseBody(response.body, upstream.name, failure)
+        if (response.statusCode >= 200 && response.statusCode < 300) {
+          return { status: response.statusCode, headers: response.headers, body } satisfies UpstreamResponse
+        }
+        const key = Redacted.value(upstream.apiKey)
+        const raw = yield* body.prefixText(ERROR_BODY_BYTES)
+        // Some vendors quote the key they rejected; the body ends up in logs, so it must not carry it.
+        const text = key === "" ? raw : raw.replaceAll(key, "<redacted>")
+        const now = yield* Clock.currentTimeMillis
+        return yield* new UpstreamError({
+          upstream: upstream.name,
+          reason: new HttpStatus({
+            status: response.statusCode,
+            retryAfter: parseRetryAfter(response.headers, now),
+            body: truncateErrorBody(text),
+            isRetryable: response.statusCode >= 400 && isRetryableStatus(response.statusCode, response.headers, text)
+          })
+        })
+      })
+
+      return UpstreamClient.of({ request })
+    })
+  )
+}
+
+const closePools = (pools: ReadonlyMap<string, Pool>): Effect.Effect<void> =>
+  Effect.forEach(
+    pools.values(),
+    (pool) =>
+      Effect.tryPromise(() => pool.close()).pipe(
+        Effect.timeoutOrElse({
+          duration: POOL_CLOSE_GRACE,
+          orElse: () => Effect.tryPromise(() => pool.destroy())
+        }),
+        Effect.ignore
+      ),
+    { concurrency: "unbounded", discard: true }
+  )

@@ -1,0 +1,36 @@
+/**
+ * The wire protocols an upstream can speak. Each fixes how its base URL is written, which the upstream client relies on
+ * when it appends endpoint paths.
+ */
+export const UpstreamProtocols = ["openai", "anthropic", "gemini", "openai-videos", "ark"] as const
+
+export type UpstreamProtocol = (typeof UpstreamProtocols)[number]
+
+export const isUpstreamProtocol = (value: unknown): value is UpstreamProtocol =>
+  typeof value === "string" && (UpstreamProtocols as ReadonlyArray<string>).includes(value)
+
+/**
+ * Why a base URL does not fit its protocol, or undefined when it does. OpenAI-style SDKs put `/v1` in the base URL and
+ * append `/chat/completions`; the Anthropic and Gemini SDKs take the host root and append `/v1/messages` or
+ * `/v1beta/models/…`, so a `/v1` there would produce `/v1/v1/messages`.
+ */
+export const baseUrlProblem = (protocol: UpstreamProtocol, baseUrl: string): string | undefined => {
+  if (!URL.canParse(baseUrl)) return "expected an absolute http(s) URL"
+  const url = new URL(baseUrl)
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "expected an absolute http(s) URL"
+  if (url.search !== "" || url.hash !== "") return "expected a URL without query or fragment"
+  if (url.username !== "" || url.password !== "") return "expected a URL without credentials (use apiKey)"
+  const path = url.pathname.replace(/\/+$/, "")
+  switch (protocol) {
+    case "openai":
+    case "openai-videos":
+      return path.endsWith("/v1") ? undefined : `expected a URL ending in /v1 for the ${protocol} protocol`
+    case "ark":
+      return path.endsWith("/api/v3") ? undefined : "expected a URL ending in /api/v3 for the ark protocol"
+    case "anthropic":
+    case "gemini":
+      return /\/v1(beta)?$/.test(path)
+        ? `expected the host root for the ${protocol} protocol (endpoint paths already start with /v1)`
+        : undefined
+  }
+}

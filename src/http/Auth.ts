@@ -1,0 +1,51 @@
+/**
+ * Finds the API key a client presented, the way each vendor's SDK sends it: `Authorization: Bearer` everywhere,
+ * `x-api-key` on the messages protocol (and on any request carrying `anthropic-version`, as the Anthropic SDK does
+ * for /v1/models), `x-goog-api-key` or `?key=` on the Google path.
+ */
+import { Effect } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { type AuthenticatedKey, Keys } from "../app/Keys.ts"
+import { apiError, type Dialect } from "./ApiError.ts"
+
+const bearer = (header: string | undefined): string | undefined => {
+  if (header === undefined) return undefined
+  const match = /^Bearer\s+(.+)$/i.exec(header.trim())
+  return match === null ? header.trim() : match[1].trim()
+}
+
+export const presentedKey = (request: HttpServerRequest.HttpServerRequest, dialect: Dialect): string | undefined => {
+  const headers = request.headers
+  const fromBearer = bearer(headers.authorization)
+  if (fromBearer !== undefined && fromBearer.length > 0) return fromBearer
+  if (
+    dialect === "anthropic" ||
+    headers["anthropic-version"] !== undefined ||
+    headers["vendor-version"] !== undefined
+  ) {
+    const key = headers["x-api-key"]
+    if (key !== undefined) return key.trim()
+  }
+  if (dialect === "google") {
+    const key = headers["x-goog-api-key"] ?? new URL(request.url, "http://x").searchParams.get("key") ?? undefined
+    if (key !== undefined) return key.trim()
+  }
+  return undefined
+}
+
+export const authenticate = (dialect: Dialect) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    return yield* (yield* Keys).authenticate(presentedKey(request, dialect))
+  })
+
+/** A model outside the key's allow-list is a 403: the key is valid, the model is not granted to it. */
+export const requireModelAllowed = (key: AuthenticatedKey, model: string) =>
+  key.models === null || key.models.includes(model)
+    ? Effect.void
+    : Effect.fail(
+        apiError(403, `this API key is not allowed to use the model '${model}'`, {
+          type: "permission_error",
+          code: "model_not_allowed"
+        })
+      )

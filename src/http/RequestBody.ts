@@ -1,0 +1,103 @@
+/**
+ * Reads and decodes request bodies: a size limit enforced before and while reading (413), JSON syntax errors and
+ * schema failures as 400s that name the offending field (`models[3].pricing.input: expected a decimal string`).
+ */
+import { Effect, Result, Schema, SchemaIssue } from "effect"
+import { HttpIncomingMessage, type HttpServerRequest } from "effect/http"
+import { type ApiError, apiError, badRequest } from "./ApiError.ts"
+
+export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>(
+    (text, segment) =>
+      typeof segment === "number"
+        ? `${text}[${segment}]`
+        : text === ""
+          ? String(segment)
+          : `${text}.${String(segment)}`,
+    ""
+  )
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** Every problem of a schema failure, each as `path: message`. */
+export const schemaIssues = (
+  issue: SchemaIssue.Issue
+): ReadonlyArray<{ readonly path: string; readonly message: string }> =>
+  formatter(issue).issues.map((i) => ({
+    path: formatPath(
+      (i.path ?? []).map((p) =>
+        typeof p === "object" && p !== null && "key" in p ? p.key : p
+      ) as ReadonlyArray<PropertyKey>
+    ),
+    message: i.message === "Missing key" ? "is required" : i.message
+  }))
+
+export const decodeWith =
+  <S extends Schema.Top>(schema: S) =>
+  (input: unknown): Effect.Effect<S["Type"], ApiError> => {
+    const result = Schema.decodeUnknownResult(schema as unknown as Schema.Codec<S["Type"], unknown>)(input, {
+      errors: "all"
+    })
+    if (Result.isSuccess(result)) return Effect.succeed(result.success)
+    const issues = schemaIssues(result.failure.issue)
+    const first = issues[0]
+    const message = issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ")
+    return Effect.fail(badRequest(message, first === undefined || first.path === "" ? null : first.path))
+  }
+
+export interface BodyLimits {
+  readonly maxBodyBytes: number
+}
+
+const isBodyTooLarge = (error: unknown): boolean => {
+  const reason = (error as { reason?: { _tag?: string; reason?: string } }).reason
+  return reason?._tag === "RequestParseError" && reason.reason === "BodyTooLarge"
+}
+
+export const tooLarge = (limit: number) =>
+  apiError(413, `request body is larger than the ${limit}-byte limit`, { code: "request_too_large" })
+
+/** The raw body bytes, refused with 413 past the limit (checked on Content-Length first, then while reading). */
+export const readBytes = (request: HttpServerRequest.HttpServerRequest, limits: BodyLimits) =>
+  Effect.gen(function* () {
+    const declared = Number(request.headers["content-length"] ?? "0")
+    if (declared > limits.maxBodyBytes) return yield* tooLarge(limits.maxBodyBytes)
+    const buffer = yield* request.arrayBuffer.pipe(
+      Effect.provideService(HttpIncomingMessage.MaxBodySize, BigInt(limits.maxBodyBytes) as never),
+      Effect.mapError((error) =>
+        isBodyTooLarge(error)
+          ? tooLarge(limits.maxBodyBytes)
+          : badRequest("the request body could not be read", null, "invalid_body")
+      )
+    )
+    return new Uint8Array(buffer)
+  })
+
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+
+/** Parses a JSON body: the content type must be JSON when given, the text valid UTF-8 and valid JSON. */
+export const readJson = (request: HttpServerRequest.HttpServerRequest, limits: BodyLimits) =>
+  Effect.gen(function* () {
+    const contentType = request.headers["content-type"]
+    if (contentType !== undefined && !/json/i.test(contentType)) {
+      return yield* apiError(415, `expected a JSON body (Content-Type: application/json), got ${contentType}`, {
+        code: "unsupported_media_type"
+      })
+    }
+    const bytes = yield* readBytes(request, limits)
+    if (bytes.length === 0) return yield* badRequest("the request body is empty; expected a JSON object")
+    const text = yield* Effect.try({
+      try: () => utf8.decode(bytes),
+      catch: () => badRequest("the request body is not valid UTF-8")
+    })
+    return yield* Effect.try({
+      try: (): unknown => JSON.parse(text),
+      catch: (error) => badRequest(`the request body is not valid JSON: ${(error as Error).message}`)
+    })
+  })
+
+export const readJsonAs = <S extends Schema.Top>(
+  request: HttpServerRequest.HttpServerRequest,
+  limits: BodyLimits,
+  schema: S
+): Effect.Effect<S["Type"], ApiError> => Effect.flatMap(readJson(request, limits), decodeWith(schema))

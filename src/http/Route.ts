@@ -1,0 +1,113 @@
+/**
+ * How every route answers: a request id on every response (`x-request-id`), and every failure — ours, the ledger's,
+ * the store's — rendered as an ApiError in the envelope of the protocol that was called. Defects become a 500 in
+ * that envelope with the request id, logged with their cause; nothing internal is echoed to the client.
+ */
+import { Context, Effect, Layer } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { randomUUID } from "node:crypto"
+import { formatMicros } from "../domain/Money.ts"
+import { type ApiError, apiError, type Dialect, dialectOf, errorResponse } from "./ApiError.ts"
+
+export class HttpSettings extends Context.Service<HttpSettings, { readonly maxBodyBytes: number }>()(
+  "tollgate/http/HttpSettings"
+) {}
+
+export class RequestId extends Context.Service<RequestId, string>()("tollgate/http/RequestId") {}
+
+/** Maps a failure to the error the client sees. Unknown tags are defects (bugs), handled by the caller. */
+export const toApiError = (error: unknown): ApiError | undefined => {
+  const tagged = error as { _tag?: string; reason?: string; message?: string }
+  switch (tagged._tag) {
+    case "ApiError":
+      return error as ApiError
+    case "StoreUnavailable":
+      return apiError(503, "the ledger store is unavailable right now; nothing was charged, retry shortly", {
+        code: "store_unavailable"
+      })
+    case "IdempotencyConflict":
+      return apiError(409, "this Idempotency-Key was already used with a different request body", {
+        code: "idempotency_key_reused"
+      })
+    case "KeyNotFound":
+      return apiError(404, "no such API key", { code: "key_not_found" })
+    case "KeyRejected": {
+      const messages: Record<string, string> = {
+        missing: "You didn't provide an API key. Send it as 'Authorization: Bearer sk-…'.",
+        malformed: "The API key is malformed: Tollgate keys look like 'sk-' followed by 43 letters and digits.",
+        unknown: "Incorrect API key provided.",
+        revoked: "This API key has been revoked.",
+        expired: "This API key has expired."
+      }
+      return apiError(401, messages[tagged.reason ?? "unknown"] ?? "Incorrect API key provided.", {
+        code: tagged.reason === "missing" ? null : "invalid_api_key"
+      })
+    }
+    case "LedgerRejected": {
+      switch (tagged.reason) {
+        case "AccountNotFound":
+          return apiError(404, tagged.message ?? "no such account", { code: "account_not_found" })
+        case "InsufficientBalance":
+        case "SpendLimitExceeded":
+          return apiError(402, `You exceeded your current quota: ${tagged.message}`, {
+            type: "insufficient_quota",
+            code: "insufficient_quota",
+            headers: { "x-should-retry": "false" }
+          })
+        case "InvalidAmount":
+          return apiError(400, tagged.message ?? "invalid amount", { code: "invalid_amount" })
+        default:
+          return apiError(409, tagged.message ?? "conflict", { code: "conflict" })
+      }
+    }
+    default:
+      return undefined
+  }
+}
+
+export type Handler<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+
+/** Wraps a handler: request id, error envelopes, defects → logged 500. */
+export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const requestId = `req_${randomUUID().replaceAll("-", "")}`
+    const path = new URL(request.url, "http://x").pathname
+    // The model list speaks Anthropic to a client that sends `anthropic-version` (the Anthropic SDK always does).
+    const chosen =
+      dialect ??
+      (path === "/v1/models" && request.headers["anthropic-version"] !== undefined ? "anthropic" : dialectOf(path))
+    const response = yield* handler.pipe(
+      Effect.provideService(RequestId, requestId),
+      Effect.catchCause((cause) => {
+        const failure = cause.reasons.find((r) => r._tag === "Fail")
+        const mapped = failure === undefined ? undefined : toApiError(failure.error)
+        if (mapped !== undefined) return Effect.succeed(errorResponse(mapped, chosen, requestId))
+        return Effect.logError("unhandled failure", cause).pipe(
+          Effect.annotateLogs({ requestId }),
+          Effect.as(
+            errorResponse(
+              apiError(500, `internal error; quote request id ${requestId} when reporting it`),
+              chosen,
+              requestId
+            )
+          )
+        )
+      })
+    )
+    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+  })
+
+export const route = <E, R>(
+  method: "GET" | "POST" | "DELETE" | "PUT" | "PATCH" | "*",
+  path: HttpRouter.PathInput,
+  handler: Handler<E, R>,
+  dialect?: Dialect
+) => HttpRouter.add(method, path, respond(handler, dialect))
+
+export const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
+
+export const money = formatMicros
+
+export const routes = (...layers: ReadonlyArray<Layer.Layer<never, never, HttpRouter.HttpRouter>>) =>
+  Layer.mergeAll(...(layers as [Layer.Layer<never, never, HttpRouter.HttpRouter>]))

@@ -1,0 +1,34 @@
+/** Schemas shared by the public and admin APIs. */
+import { Schema } from "effect"
+import { parseDecimal } from "../domain/Money.ts"
+
+const decimalProblem = (text: string): string | undefined => {
+  if (parseDecimal(text) !== undefined) return undefined
+  if (/^-/.test(text.trim())) return "must not be negative"
+  if (/^\d+\.\d{7,}$/.test(text)) return "has more than 6 decimal places"
+  return 'expected a decimal string such as "12.50"'
+}
+
+/** A non-negative USD amount as a decimal string with at most 6 decimals ("12.50"). */
+export const DecimalAmount = Schema.String.annotate({ message: 'expected a decimal string such as "12.50"' }).check(
+  Schema.makeFilter((text: string) => decimalProblem(text))
+)
+
+export const PositiveDecimalAmount = DecimalAmount.check(
+  Schema.makeFilter((text: string) => (parseDecimal(text) === 0n ? "must be greater than zero" : undefined))
+)
+
+export const Name = Schema.String.annotate({ message: "expected a string" }).check(
+  Schema.makeFilter((text: string) =>
+    text.trim().length === 0 ? "must not be empty" : text.length > 200 ? "must be at most 200 characters" : undefined
+  )
+)
+
+/** An ISO 8601 instant with a time zone ("2026-12-31T23:59:59Z"). */
+export const IsoInstant = Schema.String.annotate({ message: "expected an ISO 8601 instant" }).check(
+  Schema.makeFilter((text: string) =>
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text) && !Number.isNaN(Date.parse(text))
+      ? undefined
+      : 'expected an ISO 8601 instant such as "2026-12-31T23:59:59Z"'
+  )
+)

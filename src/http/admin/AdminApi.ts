@@ -1,0 +1,227 @@
+/**
+ * The admin API under /admin, guarded by `Authorization: Bearer <admin token>` (compared in constant time).
+ * Money is rendered as decimal strings ("12.500000").
+ */
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { HttpRouter, HttpServerRequest } from "effect/http"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { Accounts, type AccountView } from "../../app/Accounts.ts"
+import type { StoredEvent } from "../../app/EventStore.ts"
+import { Keys, type KeyView } from "../../app/Keys.ts"
+import { Ledger } from "../../app/Ledger.ts"
+import { Replay } from "../../app/Replay.ts"
+import { formatMicros, parseDecimal } from "../../domain/Money.ts"
+import { apiError, badRequest } from "../ApiError.ts"
+import { readJsonAs } from "../RequestBody.ts"
+import { HttpSettings, json, route } from "../Route.ts"
+import { DecimalAmount, IsoInstant, Name, PositiveDecimalAmount } from "../Schemas.ts"
+
+export class AdminToken extends Context.Service<AdminToken, Redacted.Redacted<string>>()("tollgate/http/AdminToken") {}
+
+const digest = (text: string) => createHash("sha256").update(text).digest()
+
+const requireAdmin = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const token = yield* AdminToken
+  const header = request.headers.authorization ?? ""
+  const presented = header.startsWith("Bearer ") ? header.slice("Bearer ".length).trim() : ""
+  // Digests have equal length, so the comparison time does not depend on where the strings differ.
+  if (presented.length === 0 || !timingSafeEqual(digest(presented), digest(Redacted.value(token)))) {
+    return yield* apiError(401, "a valid admin token is required: send 'Authorization: Bearer <admin token>'", {
+      code: "invalid_admin_token"
+    })
+  }
+})
+
+const admin = <A, E, R>(handler: Effect.Effect<A, E, R>) => Effect.andThen(requireAdmin, handler)
+
+export const balanceView = (a: Pick<AccountView, "deposited" | "captured" | "held">) => ({
+  deposited: formatMicros(a.deposited),
+  captured: formatMicros(a.captured),
+  held: formatMicros(a.held),
+  available: formatMicros(a.deposited - a.captured - a.held)
+})
+
+const accountView = (a: AccountView) => ({ id: a.id, name: a.name, createdAt: a.createdAt, balance: balanceView(a) })
+
+export const keyView = (k: KeyView) => ({
+  id: k.id,
+  name: k.name,
+  accountId: k.accountId,
+  prefix: k.prefix,
+  createdAt: k.createdAt,
+  lastUsedAt: k.lastUsedAt,
+  expiresAt: k.expiresAt,
+  models: k.models,
+  spendLimit: k.spendLimit === null ? null : formatMicros(k.spendLimit),
+  spent: formatMicros(k.spent),
+  held: formatMicros(k.held),
+  revokedAt: k.revokedAt
+})
+
+/** A ledger entry: the event's own fields flattened, plus where it sits. */
+export const ledgerEntry = (event: StoredEvent) => {
+  const data = event.data as Record<string, unknown>
+  const metadata = event.metadata
+  return {
+    position: Number(event.streamPosition),
+    globalPosition: Number(event.globalPosition),
+    type: event.type,
+    amount: (data.amount ?? data.captured ?? null) as string | null,
+    holdId: (data.holdId ?? null) as string | null,
+    requestId: (data.requestId ?? metadata.requestId ?? null) as string | null,
+    keyId: (data.keyId ?? metadata.keyId ?? null) as string | null,
+    model: (data.model ?? null) as string | null,
+    at: (data.at ?? event.recordedAt.toISOString()) as string,
+    data
+  }
+}
+
+const CreateAccount = Schema.Struct({ name: Name })
+const Deposit = Schema.Struct({ amount: PositiveDecimalAmount, reference: Name })
+const CreateKey = Schema.Struct({
+  name: Name,
+  models: Schema.optional(Schema.NullOr(Schema.Array(Name))),
+  expiresAt: Schema.optional(Schema.NullOr(IsoInstant)),
+  spendLimit: Schema.optional(Schema.NullOr(DecimalAmount))
+})
+
+const pathParam = (name: string) => Effect.map(HttpRouter.params, (params) => params[name] ?? "")
+
+const intParam = (request: HttpServerRequest.HttpServerRequest, name: string, fallback: number, max: number) =>
+  Effect.gen(function* () {
+    const raw = new URL(request.url, "http://x").searchParams.get(name)
+    if (raw === null || raw === "") return fallback
+    if (!/^\d{1,15}$/.test(raw)) return yield* badRequest(`${name} must be a non-negative integer`, name)
+    return Math.min(Number(raw), max)
+  })
+
+export const layer = Layer.mergeAll(
+  route(
+    "POST",
+    "/admin/accounts",
+    admin(
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const settings = yield* HttpSettings
+        const body = yield* readJsonAs(request, settings, CreateAccount)
+        const account = yield* (yield* Ledger).openAccount(body.name.trim())
+        return json(account, 201)
+      })
+    )
+  ),
+  route(
+    "GET",
+    "/admin/accounts",
+    admin(
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const url = new URL(request.url, "http://x")
+        const limit = yield* intParam(request, "limit", 100, 1000)
+        const search = Option.fromNullishOr(url.searchParams.get("search")).pipe(Option.getOrUndefined)
+        const accounts = yield* (yield* Accounts).list({ limit, ...(search ? { search } : {}) })
+        return json({ data: accounts.map(accountView) })
+      })
+    )
+  ),
+  route(
+    "GET",
+    "/admin/accounts/:id",
+    admin(
+      Effect.gen(function* () {
+        const account = yield* (yield* Accounts).get(yield* pathParam("id"))
+        return json(accountView(account))
+      })
+    )
+  ),
+  route(
+    "POST",
+    "/admin/accounts/:id/deposits",
+    admin(
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const settings = yield* HttpSettings
+        const accountId = yield* pathParam("id")
+        const body = yield* readJsonAs(request, settings, Deposit)
+        const amount = parseDecimal(body.amount) as bigint
+        const accounts = yield* Accounts
+        yield* accounts.get(accountId)
+        const result = yield* (yield* Ledger).deposit(accountId, amount, body.reference)
+        const account = yield* accounts.get(accountId)
+        return json(
+          {
+            accountId,
+            amount: formatMicros(amount),
+            reference: body.reference,
+            duplicate: result.duplicate,
+            balance: balanceView(account)
+          },
+          result.duplicate ? 200 : 201
+        )
+      })
+    )
+  ),
+  route(
+    "POST",
+    "/admin/accounts/:id/keys",
+    admin(
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const settings = yield* HttpSettings
+        const accountId = yield* pathParam("id")
+        const body = yield* readJsonAs(request, settings, CreateKey)
+        const created = yield* (yield* Keys).create(accountId, {
+          name: body.name.trim(),
+          models: body.models ?? null,
+          expiresAt: body.expiresAt == null ? null : new Date(body.expiresAt).toISOString(),
+          spendLimit: body.spendLimit == null ? null : (parseDecimal(body.spendLimit) as bigint)
+        })
+        return json({ ...keyView(created), key: created.key }, 201)
+      })
+    )
+  ),
+  route(
+    "GET",
+    "/admin/accounts/:id/keys",
+    admin(
+      Effect.gen(function* () {
+        const keys = yield* (yield* Keys).list(yield* pathParam("id"))
+        return json({ data: keys.map(keyView) })
+      })
+    )
+  ),
+  route(
+    "DELETE",
+    "/admin/keys/:keyId",
+    admin(
+      Effect.gen(function* () {
+        const key = yield* (yield* Keys).revoke(yield* pathParam("keyId"))
+        return json(keyView(key))
+      })
+    )
+  ),
+  route(
+    "GET",
+    "/admin/accounts/:id/ledger",
+    admin(
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const after = yield* intParam(request, "after", 0, Number.MAX_SAFE_INTEGER)
+        const limit = yield* intParam(request, "limit", 100, 1000)
+        const events = yield* (yield* Accounts).ledger(yield* pathParam("id"), BigInt(after), limit + 1)
+        const page = events.slice(0, limit).map(ledgerEntry)
+        return json({ data: page, next: events.length > limit ? page[page.length - 1].position : null })
+      })
+    )
+  ),
+  route(
+    "POST",
+    "/admin/replay",
+    admin(
+      Effect.gen(function* () {
+        const report = yield* (yield* Replay).verify
+        return json(report)
+      })
+    )
+  )
+)

@@ -1,0 +1,82 @@
+/**
+ * Composition root: reads the configuration, opens the store, and serves. With nothing set: 127.0.0.1:8080 on an
+ * embedded PGlite database under ./data, with a first-start banner that shows the admin token and a demo key once.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Config, Effect, Layer, Logger, Option, Redacted } from "effect"
+import { resolve } from "node:path"
+import { serverLayer, servicesLayer } from "./AppLayer.ts"
+import { adminTokenPath, ensureDemoAccount, loadOrCreateAdminToken } from "./app/FirstStart.ts"
+
+const settings = Config.all({
+  port: Config.Port("PORT").pipe(Config.withDefault(8080)),
+  host: Config.String("HOST").pipe(Config.withDefault("127.0.0.1")),
+  databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
+  dataDir: Config.String("TOLLGATE_DATA_DIR").pipe(Config.withDefault("./data")),
+  adminToken: Config.option(Config.Redacted("TOLLGATE_ADMIN_TOKEN")),
+  maxBodyBytes: Config.Int("TOLLGATE_MAX_BODY_BYTES").pipe(Config.withDefault(32 * 1024 * 1024)),
+  holdTtlSeconds: Config.Int("TOLLGATE_HOLD_TTL_SECONDS").pipe(Config.withDefault(900))
+})
+
+/** The banner goes straight to the terminal: it may carry secrets, so it never passes through the logger. */
+const printBanner = (lines: ReadonlyArray<string>) =>
+  Effect.sync(() => {
+    process.stdout.write(`\n${lines.join("\n")}\n\n`)
+  })
+
+const program = Effect.gen(function* () {
+  const config = yield* settings
+  const dataDir = resolve(config.dataDir)
+  const embedded = Option.isNone(config.databaseUrl)
+  let adminToken: Redacted.Redacted<string>
+  let tokenCreated = false
+  if (Option.isSome(config.adminToken)) {
+    adminToken = config.adminToken.value
+  } else if (embedded) {
+    const stored = yield* loadOrCreateAdminToken(dataDir)
+    adminToken = Redacted.make(stored.token)
+    tokenCreated = stored.created
+  } else {
+    return yield* Effect.fail(
+      new Error("TOLLGATE_ADMIN_TOKEN is required when DATABASE_URL is set (the admin API must have a token)")
+    )
+  }
+  const services = servicesLayer({
+    database: Option.isSome(config.databaseUrl)
+      ? { kind: "postgres", url: config.databaseUrl.value }
+      : { kind: "pglite", dataDir: `${dataDir}/pglite` },
+    adminToken,
+    maxBodyBytes: config.maxBodyBytes,
+    ledger: { holdTtlSeconds: config.holdTtlSeconds }
+  })
+  const firstStart = Layer.effectDiscard(
+    Effect.gen(function* () {
+      const demo = embedded ? yield* ensureDemoAccount : undefined
+      const url = `http://${config.host}:${config.port}`
+      const lines = [`Tollgate is listening on ${url} (${embedded ? `embedded store in ${dataDir}` : "Postgres"})`]
+      if (tokenCreated) {
+        lines.push(
+          `Admin token (shown once; also saved in ${adminTokenPath(dataDir)}, mode 0600):`,
+          `  ${Redacted.value(adminToken)}`
+        )
+      }
+      if (demo !== undefined) {
+        lines.push(
+          "Demo account with 10.00 and its API key (shown once, keep it):",
+          `  account ${demo.accountId}`,
+          `  ${demo.key}`,
+          `Try: curl -s ${url}/v1/models -H "Authorization: Bearer ${demo.key}"`
+        )
+      }
+      yield* printBanner(lines)
+    })
+  ).pipe(Layer.provide(services))
+  const app = Layer.mergeAll(serverLayer(services, { port: config.port, host: config.host }), firstStart)
+  return yield* Layer.launch(app)
+})
+
+program.pipe(
+  Effect.provide(Logger.layer([Logger.consoleJson])),
+  Effect.tapCause((cause) => Effect.logError("Tollgate failed to start", cause)),
+  NodeRuntime.runMain
+)

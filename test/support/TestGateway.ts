@@ -1,0 +1,44 @@
+/**
+ * A real gateway for tests: the production composition (AppLayer) on an in-memory PGlite database, listening on an
+ * ephemeral loopback port, with a random admin token. Promise-based so any test (or SDK client) can use it.
+ */
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { HttpServer } from "effect/http"
+import { randomBytes } from "node:crypto"
+import { serverLayer, servicesLayer } from "../../src/AppLayer.ts"
+import type { DatabaseOptions } from "../../src/adapters/store/Database.ts"
+import type { LedgerOptions } from "../../src/app/Ledger.ts"
+
+export interface TestGateway {
+  readonly url: string
+  readonly adminToken: string
+  close(): Promise<void>
+}
+
+export const startTestGateway = async (
+  options: {
+    readonly database?: DatabaseOptions
+    readonly maxBodyBytes?: number
+    readonly ledger?: Partial<LedgerOptions>
+  } = {}
+): Promise<TestGateway> => {
+  const adminToken = `tga_test_${randomBytes(16).toString("hex")}`
+  const services = servicesLayer({
+    database: options.database ?? { kind: "pglite", dataDir: undefined },
+    adminToken: Redacted.make(adminToken),
+    maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
+    ...(options.ledger ? { ledger: options.ledger } : {})
+  })
+  const scope = Effect.runSync(Scope.make())
+  const context = await Effect.runPromise(
+    Layer.buildWithScope(serverLayer(services, { port: 0, host: "127.0.0.1" }), scope)
+  )
+  const server = context.mapUnsafe.get(HttpServer.HttpServer.key) as HttpServer.HttpServer["Service"]
+  const address = server.address
+  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    adminToken,
+    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}
