@@ -1,0 +1,196 @@
+/**
+ * The internal representation (IR) every text-protocol conversion goes through.
+ *
+ * Conventions the converters rely on:
+ * - `Usage.inputTokens` follows Anthropic: it EXCLUDES cache reads and cache writes
+ *   (OpenAI's `prompt_tokens` = input + cacheRead + cacheWrite). `outputTokens` includes reasoning tokens;
+ *   `reasoningTokens` is the subset spent on reasoning.
+ * - Tool-call ids are kept as the upstream/client issued them; only the Anthropic encoders sanitize them
+ *   (see `toolId.ts`), and the Anthropic decoders restore them, so the IR never holds a sanitized id.
+ * - Tool results live in their own `tool` message, always placed right after the assistant turn that called them.
+ * - A thinking part records whether its signature is a genuine Anthropic one or a gateway-made `gw1.` tag, so a
+ *   synthetic signature is never replayed to Anthropic as if it were signed.
+ * - Enums are open: unknown stop reasons, efforts, etc. are carried as strings.
+ */
+import { Result, Schema } from "effect"
+
+export interface TextPart {
+  readonly type: "text"
+  readonly text: string
+}
+
+export type ImageSource =
+  | { readonly kind: "url"; readonly url: string }
+  | { readonly kind: "base64"; readonly mediaType: string; readonly data: string }
+
+export interface ImagePart {
+  readonly type: "image"
+  readonly source: ImageSource
+}
+
+export interface ToolCallPart {
+  readonly type: "tool_call"
+  readonly id: string
+  readonly name: string
+  /** The parsed arguments object (OpenAI's `arguments` JSON text, Anthropic's `input`, Gemini's `args`). */
+  readonly input: Readonly<Record<string, unknown>>
+}
+
+export interface ToolResultPart {
+  readonly type: "tool_result"
+  readonly toolCallId: string
+  readonly content: ReadonlyArray<TextPart | ImagePart>
+  readonly isError: boolean
+}
+
+export type SignatureOrigin = "anthropic" | "synthetic"
+
+export interface ThinkingPart {
+  readonly type: "thinking"
+  readonly text: string
+  readonly signature?: string
+  readonly signatureOrigin?: SignatureOrigin
+}
+
+export interface RedactedThinkingPart {
+  readonly type: "redacted_thinking"
+  readonly data: string
+}
+
+export type UserPart = TextPart | ImagePart
+export type AssistantPart = TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart
+
+export type Message =
+  | { readonly role: "user"; readonly content: ReadonlyArray<UserPart> }
+  | { readonly role: "assistant"; readonly content: ReadonlyArray<AssistantPart> }
+  | { readonly role: "tool"; readonly content: ReadonlyArray<ToolResultPart> }
+
+export interface ToolDefinition {
+  readonly name: string
+  readonly description?: string
+  /** JSON schema of the arguments object. */
+  readonly parameters: Readonly<Record<string, unknown>>
+  readonly strict?: boolean
+}
+
+export type ToolChoice =
+  | { readonly type: "auto" }
+  | { readonly type: "any" }
+  | { readonly type: "none" }
+  | { readonly type: "tool"; readonly name: string }
+
+export type ResponseFormat =
+  | { readonly type: "text" }
+  | { readonly type: "json_object" }
+  | {
+      readonly type: "json_schema"
+      readonly name?: string
+      readonly description?: string
+      readonly schema: Readonly<Record<string, unknown>>
+      readonly strict?: boolean
+    }
+
+export type ThinkingMode =
+  | { readonly type: "enabled"; readonly budgetTokens: number }
+  | { readonly type: "adaptive" }
+  | { readonly type: "disabled" }
+
+export interface ReasoningConfig {
+  /** OpenAI `reasoning_effort` / Anthropic `output_config.effort`; open enum. */
+  readonly effort?: string
+  /** Anthropic `thinking`, when the client said it explicitly. */
+  readonly thinking?: ThinkingMode
+}
+
+export interface ChatRequest {
+  readonly model: string
+  readonly system: ReadonlyArray<TextPart>
+  readonly messages: ReadonlyArray<Message>
+  readonly tools: ReadonlyArray<ToolDefinition>
+  readonly toolChoice?: ToolChoice
+  readonly parallelToolCalls?: boolean
+  readonly maxTokens?: number
+  readonly stop?: ReadonlyArray<string>
+  readonly temperature?: number
+  readonly topP?: number
+  readonly topK?: number
+  readonly responseFormat?: ResponseFormat
+  readonly reasoning?: ReasoningConfig
+  readonly stream: boolean
+  /** OpenAI `stream_options.include_usage` as the client asked it. */
+  readonly includeUsage?: boolean
+  /** OpenAI `user`/`safety_identifier`, Anthropic `metadata.user_id`. */
+  readonly user?: string
+}
+
+/** Open enum, Anthropic's vocabulary plus `content_filter`/`error` for what other vendors report. */
+export type StopReason =
+  | "end_turn"
+  | "max_tokens"
+  | "stop_sequence"
+  | "tool_use"
+  | "refusal"
+  | "pause_turn"
+  | "model_context_window_exceeded"
+  | "error"
+  | (string & {})
+
+export interface Usage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly cacheReadTokens: number
+  readonly cacheWriteTokens: number
+  readonly reasoningTokens: number
+}
+
+export const emptyUsage: Usage = {
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0
+}
+
+export interface ChatResponse {
+  readonly id: string
+  readonly model: string
+  readonly content: ReadonlyArray<AssistantPart>
+  readonly stopReason: StopReason
+  readonly stopSequence?: string
+  readonly usage: Usage
+}
+
+/** Input that cannot be expressed in the target dialect, or is malformed. `param` is a dotted path into the input. */
+export class ConvertError extends Schema.TaggedError<ConvertError>()("ConvertError", {
+  param: Schema.String,
+  message: Schema.String
+}) {}
+
+export type Converted<A> = Result.Result<A, ConvertError>
+
+export const convertError = (param: string, message: string): Converted<never> =>
+  Result.fail(new ConvertError({ param, message }))
+
+/**
+ * Every tool result must answer a tool call made in an earlier assistant turn; upstreams reject orphans with a
+ * 400 that would otherwise surface as a confusing vendor message.
+ */
+export const checkToolPairing = (
+  messages: ReadonlyArray<Message>,
+  pathOf: (index: number) => string
+): Converted<void> => {
+  const called = new Set<string>()
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]
+    if (message.role === "assistant") {
+      for (const part of message.content) if (part.type === "tool_call") called.add(part.id)
+    } else if (message.role === "tool") {
+      for (const part of message.content) {
+        if (!called.has(part.toolCallId)) {
+          return convertError(pathOf(i), `tool result for '${part.toolCallId}' has no preceding tool call`)
+        }
+      }
+    }
+  }
+  return Result.succeed(undefined)
+}

@@ -1,0 +1,166 @@
+/**
+ * One streaming translation: upstream dialect events → IR → client dialect SSE frames, plus what billing needs when a
+ * stream ends early (the usage and stop reason seen, and what was actually delivered to the client).
+ *
+ * The transducer is a plain stateful object: feed it parsed upstream events with `push`, call `end` at upstream EOF
+ * (or `fail` when the upstream connection breaks), and write every returned string to the client as-is. After the
+ * terminal frame (finish or error) it returns nothing more.
+ */
+import type { StopReason, Usage } from "./ChatIR.ts"
+import {
+  type ErrorKind,
+  type StreamEncoder,
+  type StreamEvent,
+  type StreamParser,
+  sseEvent,
+  type UpstreamEvent
+} from "./ChatStream.ts"
+import { makeAnthropicStreamEncoder, makeAnthropicStreamParser } from "./anthropicStream.ts"
+import { makeGeminiStreamEncoder, makeGeminiStreamParser } from "./geminiStream.ts"
+import type { ReasoningField } from "./openai.ts"
+import { makeOpenAIStreamEncoder, makeOpenAIStreamParser } from "./openaiStream.ts"
+
+export type Dialect = "openai" | "anthropic" | "gemini"
+
+export interface StreamTransducerOptions {
+  readonly upstream: Dialect
+  readonly client: Dialect
+  /** Unix seconds for OpenAI chunks' `created`. */
+  readonly created: number
+  /** Message id used when the upstream gives none; also overrides the id sent to the client when `overrideId`. */
+  readonly fallbackId: string
+  /** Model name used when the upstream gives none. */
+  readonly fallbackModel: string
+  /** Send this model name to the client instead of the upstream's (e.g. the alias the client asked for). */
+  readonly clientModel?: string
+  /** Send this id to the client instead of the upstream's. */
+  readonly clientId?: string
+  /** OpenAI clients: the client's `stream_options.include_usage`. */
+  readonly includeUsage?: boolean
+  /** OpenAI clients: which field carries reasoning text. */
+  readonly reasoningField?: ReasoningField
+}
+
+export interface StreamSnapshot {
+  /** Latest usage the upstream reported (cumulative); undefined if it never did. */
+  readonly usage?: Usage
+  readonly stopReason?: StopReason
+  /** Upstream ended without its normal terminator (billing should estimate from `delivered`). */
+  readonly truncated: boolean
+  readonly finished: boolean
+  readonly error?: { readonly kind: ErrorKind; readonly message: string }
+  /** What reached the client, for estimating output tokens when usage is missing. */
+  readonly delivered: { readonly text: string; readonly thinking: string; readonly toolArguments: string }
+}
+
+export interface StreamTransducer {
+  push(event: UpstreamEvent): ReadonlyArray<string>
+  /** Upstream EOF: closes open blocks and finishes in the client's dialect. */
+  end(): ReadonlyArray<string>
+  /** Upstream failed mid-stream: emits the client dialect's in-band error. */
+  fail(kind: ErrorKind, message: string): ReadonlyArray<string>
+  /** A frame the client ignores, for keeping proxies alive while the upstream is silent (long reasoning). */
+  keepalive(): string
+  snapshot(): StreamSnapshot
+}
+
+const parserFor = (options: StreamTransducerOptions): StreamParser => {
+  const fallback = { id: options.fallbackId, model: options.fallbackModel }
+  switch (options.upstream) {
+    case "openai":
+      return makeOpenAIStreamParser(fallback)
+    case "anthropic":
+      return makeAnthropicStreamParser(fallback)
+    case "gemini":
+      return makeGeminiStreamParser(fallback)
+  }
+}
+
+const encoderFor = (options: StreamTransducerOptions): StreamEncoder => {
+  const overrides = {
+    ...(options.clientId !== undefined ? { id: options.clientId } : {}),
+    ...(options.clientModel !== undefined ? { model: options.clientModel } : {})
+  }
+  switch (options.client) {
+    case "openai":
+      return makeOpenAIStreamEncoder({
+        ...overrides,
+        created: options.created,
+        includeUsage: options.includeUsage ?? false,
+        ...(options.reasoningField !== undefined ? { reasoningField: options.reasoningField } : {})
+      })
+    case "anthropic":
+      return makeAnthropicStreamEncoder(overrides)
+    case "gemini":
+      return makeGeminiStreamEncoder(overrides)
+  }
+}
+
+export const makeStreamTransducer = (options: StreamTransducerOptions): StreamTransducer => {
+  const parser = parserFor(options)
+  const encoder = encoderFor(options)
+  let usage: Usage | undefined
+  let stopReason: StopReason | undefined
+  let truncated = false
+  let finished = false
+  let error: { kind: ErrorKind; message: string } | undefined
+  let text = ""
+  let thinking = ""
+  let toolArguments = ""
+
+  const emit = (events: ReadonlyArray<StreamEvent>): ReadonlyArray<string> => {
+    const frames: Array<string> = []
+    for (const event of events) {
+      if (finished) break
+      switch (event.type) {
+        case "message_start":
+          if (event.usage) usage = event.usage
+          break
+        case "usage":
+          usage = event.usage
+          break
+        case "text_delta":
+          text += event.text
+          break
+        case "thinking_delta":
+          thinking += event.text
+          break
+        case "tool_input_delta":
+          toolArguments += event.json
+          break
+        case "message_end":
+          if (event.usage) usage = event.usage
+          stopReason = event.stopReason
+          truncated = event.truncated
+          finished = true
+          break
+        case "error":
+          error = { kind: event.kind, message: event.message }
+          finished = true
+          break
+      }
+      frames.push(...encoder.encode(event))
+    }
+    return frames
+  }
+
+  return {
+    push: (event) => (finished ? [] : emit(parser.push(event))),
+    end: () => (finished ? [] : emit(parser.end())),
+    fail: (kind, message) => {
+      if (finished) return []
+      truncated = true
+      return emit([{ type: "error", kind, message }])
+    },
+    // Anthropic SDKs skip `ping`; OpenAI and js-genai readers skip SSE comment lines.
+    keepalive: () => (options.client === "anthropic" ? sseEvent("ping", { type: "ping" }) : ": keepalive\n\n"),
+    snapshot: () => ({
+      ...(usage ? { usage } : {}),
+      ...(stopReason !== undefined ? { stopReason } : {}),
+      truncated: truncated || (finished && error !== undefined),
+      finished,
+      ...(error ? { error } : {}),
+      delivered: { text, thinking, toolArguments }
+    })
+  }
+}

@@ -1,0 +1,281 @@
+/**
+ * Anthropic Messages stream events ↔ streaming IR.
+ *
+ * Lossy cases:
+ * - Parser: server-tool blocks (`server_tool_use`, `web_search_tool_result`, …) and `citations_delta` are dropped;
+ *   `ping` is dropped (the HTTP layer sends its own keepalives); block indexes are renumbered densely.
+ * - Encoder: `message_start` reports the input usage known at that point (0 for OpenAI upstreams; the real values come
+ *   in the final `message_delta`, whose usage is cumulative). Thinking blocks that end without an upstream signature get
+ *   a synthetic `gw1.` signature. Tool-call ids are sanitized to `^[a-zA-Z0-9_-]+$`.
+ */
+import type { Usage } from "./ChatIR.ts"
+import { emptyUsage } from "./ChatIR.ts"
+import { anthropicUsageToIR, stopReasonToAnthropic } from "./anthropic.ts"
+import {
+  type ErrorKind,
+  type Fallback,
+  makeSequencer,
+  sseEvent,
+  type StreamEncoder,
+  type StreamParser,
+  type UpstreamEvent
+} from "./ChatStream.ts"
+import { asRecord, asString, isRecord, type JsonRecord } from "./json.ts"
+import { syntheticSignature } from "./thinkingSignature.ts"
+import { restoreToolId, sanitizeToolId } from "./toolId.ts"
+
+const ANTHROPIC_ERROR_KINDS: Readonly<Record<string, ErrorKind>> = {
+  invalid_request_error: "invalid_request",
+  request_too_large: "invalid_request",
+  authentication_error: "authentication",
+  permission_error: "permission",
+  not_found_error: "not_found",
+  rate_limit_error: "rate_limit",
+  billing_error: "billing",
+  overloaded_error: "overloaded",
+  timeout_error: "timeout",
+  api_error: "api_error"
+}
+
+export const anthropicErrorKind = (type: unknown): ErrorKind =>
+  (typeof type === "string" ? ANTHROPIC_ERROR_KINDS[type] : undefined) ?? "api_error"
+
+export const anthropicErrorType = (kind: ErrorKind): string =>
+  kind === "api_error" ? "api_error" : kind === "billing" ? "billing_error" : `${kind}_error`
+
+/** `message_delta.usage` overwrites only the fields it carries. */
+const mergeUsage = (usage: Usage, raw: JsonRecord): Usage => {
+  const next = anthropicUsageToIR(raw)
+  const has = (key: string) => typeof raw[key] === "number"
+  return {
+    inputTokens: has("input_tokens") ? next.inputTokens : usage.inputTokens,
+    outputTokens: has("output_tokens") ? next.outputTokens : usage.outputTokens,
+    cacheReadTokens: has("cache_read_input_tokens") ? next.cacheReadTokens : usage.cacheReadTokens,
+    cacheWriteTokens: has("cache_creation_input_tokens") ? next.cacheWriteTokens : usage.cacheWriteTokens,
+    reasoningTokens: isRecord(raw.output_tokens_details) ? next.reasoningTokens : usage.reasoningTokens
+  }
+}
+
+export const makeAnthropicStreamParser = (fallback: Fallback): StreamParser => {
+  const seq = makeSequencer(fallback)
+  let usage: Usage | undefined
+  let stopReason: string | undefined
+  let stopSequence: string | undefined
+  let openUpstreamIndex: unknown
+
+  const finalize = (truncated: boolean) =>
+    seq.finish({
+      stopReason: stopReason ?? "end_turn",
+      ...(stopSequence !== undefined ? { stopSequence } : {}),
+      ...(usage ? { usage } : {}),
+      truncated
+    })
+
+  const onBlockStart = (data: JsonRecord) => {
+    const block = asRecord(data.content_block)
+    openUpstreamIndex = undefined
+    switch (block.type) {
+      case "text":
+        seq.openBlock({ type: "text" })
+        seq.deltaText(asString(block.text) ?? "")
+        break
+      case "thinking":
+        seq.openBlock({ type: "thinking" })
+        seq.deltaThinking(asString(block.thinking) ?? "")
+        seq.deltaSignature(asString(block.signature) ?? "")
+        break
+      case "redacted_thinking":
+        seq.openBlock({ type: "redacted_thinking", data: asString(block.data) ?? "" })
+        break
+      case "tool_use": {
+        seq.openBlock({
+          type: "tool_use",
+          id: restoreToolId(asString(block.id) ?? ""),
+          name: asString(block.name) ?? ""
+        })
+        const input = asRecord(block.input)
+        if (Object.keys(input).length > 0) seq.deltaToolInput(JSON.stringify(input))
+        break
+      }
+      default:
+        // A block we cannot represent: close whatever is open and ignore its deltas.
+        seq.close()
+        return
+    }
+    openUpstreamIndex = data.index
+  }
+
+  const onBlockDelta = (data: JsonRecord) => {
+    if (data.index !== openUpstreamIndex) return
+    const delta = asRecord(data.delta)
+    switch (delta.type) {
+      case "text_delta":
+        seq.deltaText(asString(delta.text) ?? "")
+        break
+      case "thinking_delta":
+        seq.deltaThinking(asString(delta.thinking) ?? "")
+        break
+      case "signature_delta":
+        seq.deltaSignature(asString(delta.signature) ?? "")
+        break
+      case "input_json_delta":
+        seq.deltaToolInput(asString(delta.partial_json) ?? "")
+        break
+    }
+  }
+
+  return {
+    push: (event: UpstreamEvent) => {
+      if (seq.done || !isRecord(event.data)) return []
+      const data = event.data
+      const name = event.event ?? asString(data.type)
+      if (name === "error") {
+        const error = asRecord(data.error)
+        seq.error(anthropicErrorKind(error.type), asString(error.message) ?? "upstream error")
+        return seq.drain()
+      }
+      if (name === "ping") return []
+      if (name === "message_start") {
+        const message = asRecord(data.message)
+        usage = anthropicUsageToIR(message.usage)
+        seq.start(asString(message.id), asString(message.model), usage)
+        return seq.drain()
+      }
+      seq.start(undefined, undefined)
+      switch (name) {
+        case "content_block_start":
+          onBlockStart(data)
+          break
+        case "content_block_delta":
+          onBlockDelta(data)
+          break
+        case "content_block_stop":
+          if (data.index === openUpstreamIndex) {
+            seq.close()
+            openUpstreamIndex = undefined
+          }
+          break
+        case "message_delta": {
+          const delta = asRecord(data.delta)
+          stopReason = asString(delta.stop_reason) ?? stopReason
+          stopSequence = asString(delta.stop_sequence) ?? stopSequence
+          if (isRecord(data.usage)) {
+            usage = mergeUsage(usage ?? emptyUsage, data.usage)
+            seq.usage(usage)
+          }
+          break
+        }
+        case "message_stop":
+          finalize(false)
+          break
+      }
+      return seq.drain()
+    },
+    end: () => {
+      finalize(true)
+      return seq.drain()
+    }
+  }
+}
+
+export interface AnthropicStreamEncoderOptions {
+  /** Overrides the upstream message id. */
+  readonly id?: string
+  /** Overrides the upstream model name. */
+  readonly model?: string
+}
+
+/** Cumulative usage as `message_start`/`message_delta` carry it (the SDK overwrites its snapshot field by field). */
+const streamUsage = (usage: Usage): JsonRecord => ({
+  input_tokens: usage.inputTokens,
+  cache_creation_input_tokens: usage.cacheWriteTokens,
+  cache_read_input_tokens: usage.cacheReadTokens,
+  output_tokens: usage.outputTokens
+})
+
+export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncoderOptions = {}): StreamEncoder => {
+  const clientIndex = new Map<number, number>()
+  let thinking: { text: string; signed: boolean } | undefined
+  const at = (index: number) => clientIndex.get(index) ?? index
+  const delta = (index: number, payload: JsonRecord) =>
+    sseEvent("content_block_delta", { type: "content_block_delta", index: at(index), delta: payload })
+  return {
+    encode: (event) => {
+      switch (event.type) {
+        case "message_start": {
+          return [
+            sseEvent("message_start", {
+              type: "message_start",
+              message: {
+                id: options.id ?? event.id,
+                type: "message",
+                role: "assistant",
+                model: options.model ?? event.model,
+                content: [],
+                stop_reason: null,
+                stop_sequence: null,
+                usage: streamUsage(event.usage ?? emptyUsage)
+              }
+            })
+          ]
+        }
+        case "block_start": {
+          const index = clientIndex.size
+          clientIndex.set(event.index, index)
+          const block = event.block
+          thinking = block.type === "thinking" ? { text: "", signed: false } : undefined
+          const contentBlock =
+            block.type === "text"
+              ? { type: "text", text: "" }
+              : block.type === "thinking"
+                ? { type: "thinking", thinking: "", signature: "" }
+                : block.type === "tool_use"
+                  ? { type: "tool_use", id: sanitizeToolId(block.id), name: block.name, input: {} }
+                  : { type: "redacted_thinking", data: block.data }
+          return [sseEvent("content_block_start", { type: "content_block_start", index, content_block: contentBlock })]
+        }
+        case "text_delta":
+          return [delta(event.index, { type: "text_delta", text: event.text })]
+        case "thinking_delta":
+          if (thinking) thinking.text += event.text
+          return [delta(event.index, { type: "thinking_delta", thinking: event.text })]
+        case "signature_delta":
+          if (thinking) thinking.signed = true
+          return [delta(event.index, { type: "signature_delta", signature: event.signature })]
+        case "tool_input_delta":
+          return [delta(event.index, { type: "input_json_delta", partial_json: event.json })]
+        case "block_stop": {
+          const frames: Array<string> = []
+          if (thinking && !thinking.signed) {
+            frames.push(delta(event.index, { type: "signature_delta", signature: syntheticSignature(thinking.text) }))
+          }
+          thinking = undefined
+          frames.push(sseEvent("content_block_stop", { type: "content_block_stop", index: at(event.index) }))
+          return frames
+        }
+        case "message_end": {
+          return [
+            sseEvent("message_delta", {
+              type: "message_delta",
+              delta: {
+                stop_reason: stopReasonToAnthropic(event.stopReason),
+                stop_sequence: event.stopSequence ?? null
+              },
+              usage: streamUsage(event.usage ?? emptyUsage)
+            }),
+            sseEvent("message_stop", { type: "message_stop" })
+          ]
+        }
+        case "error":
+          return [
+            sseEvent("error", {
+              type: "error",
+              error: { type: anthropicErrorType(event.kind), message: event.message }
+            })
+          ]
+        default:
+          return []
+      }
+    }
+  }
+}

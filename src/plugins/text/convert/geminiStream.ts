@@ -1,0 +1,166 @@
+/**
+ * Gemini `streamGenerateContent?alt=sse` chunks ↔ streaming IR.
+ *
+ * Lossy cases:
+ * - Parser: only `candidates[0]` is read; `thoughtSignature`, `inlineData` and code-execution parts are dropped; the
+ *   stream only ends at upstream EOF (Gemini has no terminator), so `end()` must be called. A function call arrives
+ *   whole and becomes one tool block with one input delta.
+ * - Encoder: thinking signatures and redacted thinking are dropped; tool arguments are buffered until the block ends
+ *   because Gemini sends a function call as a whole object (arguments that are not a JSON object become `{}`);
+ *   the last chunk carries `finishReason` and `usageMetadata`.
+ */
+import type { Usage } from "./ChatIR.ts"
+import { emptyUsage } from "./ChatIR.ts"
+import {
+  type ErrorKind,
+  type Fallback,
+  makeSequencer,
+  sseData,
+  type StreamEncoder,
+  type StreamParser,
+  type UpstreamEvent
+} from "./ChatStream.ts"
+import {
+  geminiFinishToStopReason,
+  geminiPartsToIR,
+  geminiUsageToIR,
+  irUsageToGemini,
+  stopReasonToGeminiFinish
+} from "./gemini.ts"
+import { asArray, asRecord, asString, isRecord, type JsonRecord, parseJsonObject } from "./json.ts"
+
+const GEMINI_ERROR_KINDS: Readonly<Record<string, ErrorKind>> = {
+  INVALID_ARGUMENT: "invalid_request",
+  FAILED_PRECONDITION: "invalid_request",
+  OUT_OF_RANGE: "invalid_request",
+  UNAUTHENTICATED: "authentication",
+  PERMISSION_DENIED: "permission",
+  NOT_FOUND: "not_found",
+  RESOURCE_EXHAUSTED: "rate_limit",
+  UNAVAILABLE: "overloaded",
+  DEADLINE_EXCEEDED: "timeout",
+  INTERNAL: "api_error"
+}
+
+export const geminiErrorKind = (status: unknown): ErrorKind =>
+  (typeof status === "string" ? GEMINI_ERROR_KINDS[status] : undefined) ?? "api_error"
+
+const GEMINI_ERROR_STATUS: Readonly<Record<ErrorKind, readonly [number, string]>> = {
+  invalid_request: [400, "INVALID_ARGUMENT"],
+  authentication: [401, "UNAUTHENTICATED"],
+  permission: [403, "PERMISSION_DENIED"],
+  not_found: [404, "NOT_FOUND"],
+  rate_limit: [429, "RESOURCE_EXHAUSTED"],
+  billing: [429, "RESOURCE_EXHAUSTED"],
+  overloaded: [503, "UNAVAILABLE"],
+  timeout: [504, "DEADLINE_EXCEEDED"],
+  api_error: [500, "INTERNAL"]
+}
+
+export const makeGeminiStreamParser = (fallback: Fallback): StreamParser => {
+  const seq = makeSequencer(fallback)
+  let usage: Usage | undefined
+  let finishReason: unknown
+  let sawToolCalls = false
+  let callIndex = 0
+
+  const finalize = () =>
+    seq.finish({
+      stopReason: geminiFinishToStopReason(finishReason, sawToolCalls),
+      ...(usage ? { usage } : {}),
+      truncated: finishReason === undefined
+    })
+
+  return {
+    push: (event: UpstreamEvent) => {
+      if (seq.done || !isRecord(event.data)) return []
+      const data = event.data
+      if (isRecord(data.error)) {
+        seq.error(geminiErrorKind(data.error.status), asString(data.error.message) ?? "upstream error")
+        return seq.drain()
+      }
+      seq.start(asString(data.responseId), asString(data.modelVersion))
+      const candidate = asRecord(asArray(data.candidates)[0])
+      const converted = geminiPartsToIR(asRecord(candidate.content).parts, callIndex)
+      callIndex = converted.nextCallIndex
+      for (const part of converted.parts) {
+        if (part.type === "text") seq.ensureText(part.text)
+        else if (part.type === "thinking") seq.ensureThinking(part.text)
+        else if (part.type === "tool_call") {
+          sawToolCalls = true
+          seq.openBlock({ type: "tool_use", id: part.id, name: part.name })
+          seq.deltaToolInput(JSON.stringify(part.input))
+          seq.close()
+        }
+      }
+      if (typeof candidate.finishReason === "string") finishReason = candidate.finishReason
+      if (isRecord(data.usageMetadata)) {
+        usage = geminiUsageToIR(data.usageMetadata)
+        seq.usage(usage)
+      }
+      return seq.drain()
+    },
+    end: () => {
+      finalize()
+      return seq.drain()
+    }
+  }
+}
+
+export interface GeminiStreamEncoderOptions {
+  readonly id?: string
+  readonly model?: string
+}
+
+export const makeGeminiStreamEncoder = (options: GeminiStreamEncoderOptions = {}): StreamEncoder => {
+  let id = options.id ?? ""
+  let model = options.model ?? ""
+  let tool: { id: string; name: string; json: string } | undefined
+  const chunk = (parts: ReadonlyArray<JsonRecord>, extra: JsonRecord = {}, candidate: JsonRecord = {}) =>
+    sseData({
+      candidates: [{ content: { role: "model", parts }, ...candidate, index: 0 }],
+      ...extra,
+      modelVersion: model,
+      responseId: id
+    })
+  return {
+    encode: (event) => {
+      switch (event.type) {
+        case "message_start":
+          id = options.id ?? event.id
+          model = options.model ?? event.model
+          return []
+        case "block_start":
+          tool = event.block.type === "tool_use" ? { id: event.block.id, name: event.block.name, json: "" } : undefined
+          return []
+        case "text_delta":
+          return [chunk([{ text: event.text }])]
+        case "thinking_delta":
+          return [chunk([{ text: event.text, thought: true }])]
+        case "tool_input_delta":
+          if (tool) tool.json += event.json
+          return []
+        case "block_stop": {
+          if (tool === undefined) return []
+          const call = tool
+          tool = undefined
+          return [chunk([{ functionCall: { id: call.id, name: call.name, args: parseJsonObject(call.json) ?? {} } }])]
+        }
+        case "message_end":
+          return [
+            chunk(
+              [],
+              { usageMetadata: irUsageToGemini(event.usage ?? emptyUsage) },
+              { finishReason: stopReasonToGeminiFinish(event.stopReason) }
+            )
+          ]
+        case "error": {
+          const [code, status] = GEMINI_ERROR_STATUS[event.kind]
+          return [sseData({ error: { code, message: event.message, status } })]
+        }
+        default:
+          return []
+      }
+    }
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Tolerant readers for already-parsed JSON: converters must never throw on a vendor's new field or odd value.
+ */
+import { Option, Schema } from "effect"
+
+export type JsonRecord = Readonly<Record<string, unknown>>
+
+export const isRecord = (u: unknown): u is JsonRecord => typeof u === "object" && u !== null && !Array.isArray(u)
+
+export const asRecord = (u: unknown): JsonRecord => (isRecord(u) ? u : {})
+
+export const asArray = (u: unknown): ReadonlyArray<unknown> => (Array.isArray(u) ? u : [])
+
+export const asString = (u: unknown): string | undefined => (typeof u === "string" ? u : undefined)
+
+export const asNumber = (u: unknown): number | undefined =>
+  typeof u === "number" && Number.isFinite(u) ? u : undefined
+
+export const asCount = (u: unknown): number => {
+  const n = asNumber(u)
+  return n === undefined || n < 0 ? 0 : Math.floor(n)
+}
+
+const decodeJson = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Unknown))
+
+/** JSON text → value, `undefined` when the text is not JSON. */
+export const parseJson = (text: string): unknown => Option.getOrUndefined(decodeJson(text))
+
+/** Tool arguments: empty text means "no arguments"; anything that is not a JSON object is `undefined`. */
+export const parseJsonObject = (text: string): JsonRecord | undefined => {
+  if (text.trim() === "") return {}
+  const value = parseJson(text)
+  return isRecord(value) ? value : undefined
+}
+
+/** Deterministic 32-bit FNV-1a over UTF-16 code units, as 8 hex digits; used for ids and synthetic tags. */
+export const fnv1a = (text: string): string => {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193) >>> 0
+  }
+  return hash.toString(16).padStart(8, "0")
+}
+
+/** Drops keys whose value is `undefined` so encoded bodies carry no `"x": undefined` noise. */
+export const compact = <A extends Record<string, unknown>>(record: A): A => {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(record)) if (value !== undefined) out[key] = value
+  return out as A
+}
+
+/** A value for an error message; never calls a user-controlled `toString`. */
+export const label = (u: unknown): string => (typeof u === "string" ? u : u === null ? "null" : typeof u)

@@ -1,0 +1,196 @@
+import { assert, describe, it } from "@effect/vitest"
+import fc from "fast-check"
+import type { UpstreamEvent } from "../../../../src/plugins/text/convert/ChatStream.ts"
+import { type Dialect, makeStreamTransducer } from "../../../../src/plugins/text/convert/StreamTransducer.ts"
+import { readFrames } from "./helpers.ts"
+
+const fragment = fc.constantFrom("", "{", '{"a":', "1}", '"x"', "}", "{}", "[1,", "null", "ü")
+const smallIndex = fc.integer({ min: -1, max: 3 })
+const junk: fc.Arbitrary<unknown> = fc.oneof(
+  fc.anything(),
+  fc.json().map((s) => JSON.parse(s) as unknown)
+)
+
+const anthropicEvent: fc.Arbitrary<UpstreamEvent> = fc.oneof(
+  fc.record({ id: fc.string(), model: fc.string(), input_tokens: fc.nat() }).map(({ id, model, input_tokens }) => ({
+    event: "message_start",
+    data: { type: "message_start", message: { id, model, usage: { input_tokens, output_tokens: 1 } } }
+  })),
+  fc
+    .record({
+      index: smallIndex,
+      block: fc.oneof(
+        fc.constant({ type: "text", text: "" }),
+        fc.constant({ type: "thinking", thinking: "", signature: "" }),
+        fc.record({ type: fc.constant("tool_use"), id: fc.string(), name: fc.string(), input: fc.constant({}) }),
+        fc.constant({ type: "redacted_thinking", data: "xx" }),
+        fc.constant({ type: "server_tool_use", id: "s", name: "web_search", input: {} })
+      )
+    })
+    .map(({ index, block }) => ({
+      event: "content_block_start",
+      data: { type: "content_block_start", index, content_block: block }
+    })),
+  fc
+    .record({
+      index: smallIndex,
+      delta: fc.oneof(
+        fc.string().map((text) => ({ type: "text_delta", text })),
+        fc.string().map((thinking) => ({ type: "thinking_delta", thinking })),
+        fc.string().map((signature) => ({ type: "signature_delta", signature })),
+        fragment.map((partial_json) => ({ type: "input_json_delta", partial_json })),
+        junk.map((citation) => ({ type: "citations_delta", citation }))
+      )
+    })
+    .map(({ index, delta }) => ({ event: "content_block_delta", data: { type: "content_block_delta", index, delta } })),
+  smallIndex.map((index) => ({ event: "content_block_stop", data: { type: "content_block_stop", index } })),
+  fc
+    .record({ stop: fc.constantFrom("end_turn", "tool_use", "max_tokens", "new_reason", null), out: fc.nat() })
+    .map(({ stop, out }) => ({
+      event: "message_delta",
+      data: { type: "message_delta", delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: out } }
+    })),
+  fc.constant({ event: "message_stop", data: { type: "message_stop" } }),
+  fc.constant({ event: "ping", data: { type: "ping" } }),
+  fc.constant({ event: "error", data: { type: "error", error: { type: "overloaded_error", message: "Overloaded" } } }),
+  fc.record({ event: fc.option(fc.string(), { nil: undefined }), data: junk })
+)
+
+const openAIEvent: fc.Arbitrary<UpstreamEvent> = fc.oneof(
+  fc
+    .record({
+      content: fc.option(fc.string(), { nil: undefined }),
+      reasoning_content: fc.option(fc.string(), { nil: undefined }),
+      tool_calls: fc.option(
+        fc.array(
+          fc.record(
+            {
+              index: fc.integer({ min: 0, max: 2 }),
+              id: fc.constantFrom("call_a", "call_b", "functions.x:0", ""),
+              type: fc.constant("function"),
+              function: fc.record({ name: fc.constantFrom("f", "g", ""), arguments: fragment }, { requiredKeys: [] })
+            },
+            { requiredKeys: ["function"] }
+          ),
+          { maxLength: 3 }
+        ),
+        { nil: undefined }
+      ),
+      finish_reason: fc.constantFrom(null, "stop", "tool_calls", "length", "content_filter", "weird")
+    })
+    .map(({ finish_reason, ...delta }) => ({
+      data: { id: "chatcmpl-1", model: "m", choices: [{ index: 0, delta, finish_reason }] }
+    })),
+  fc.nat().map((n) => ({
+    data: {
+      id: "chatcmpl-1",
+      model: "m",
+      choices: [],
+      usage: { prompt_tokens: n, completion_tokens: n, total_tokens: 2 * n }
+    }
+  })),
+  fc.constant({ data: "[DONE]" }),
+  fc.constant({ data: { error: { message: "boom", type: "server_error", param: null, code: null } } }),
+  fc.record({ event: fc.option(fc.string(), { nil: undefined }), data: junk })
+)
+
+const geminiEvent: fc.Arbitrary<UpstreamEvent> = fc.oneof(
+  fc
+    .record({
+      parts: fc.array(
+        fc.oneof(
+          fc.string().map((text) => ({ text })),
+          fc.string().map((text) => ({ text, thought: true })),
+          fc.record({ name: fc.string(), args: junk }, { requiredKeys: [] }).map((functionCall) => ({ functionCall }))
+        ),
+        { maxLength: 3 }
+      ),
+      finishReason: fc.option(fc.constantFrom("STOP", "MAX_TOKENS", "SAFETY", "NEW"), { nil: undefined }),
+      usage: fc.option(fc.nat(), { nil: undefined })
+    })
+    .map(({ parts, finishReason, usage }) => ({
+      data: {
+        candidates: [{ content: { role: "model", parts }, ...(finishReason ? { finishReason } : {}), index: 0 }],
+        ...(usage === undefined ? {} : { usageMetadata: { promptTokenCount: usage, candidatesTokenCount: usage } })
+      }
+    })),
+  fc.constant({ data: { error: { code: 503, message: "unavailable", status: "UNAVAILABLE" } } }),
+  fc.record({ event: fc.option(fc.string(), { nil: undefined }), data: junk })
+)
+
+const upstreamEvents: Record<Dialect, fc.Arbitrary<ReadonlyArray<UpstreamEvent>>> = {
+  anthropic: fc.array(anthropicEvent, { maxLength: 25 }),
+  openai: fc.array(openAIEvent, { maxLength: 25 }),
+  gemini: fc.array(geminiEvent, { maxLength: 12 })
+}
+
+/** Client-visible invariants for each dialect. */
+const checkClientStream = (client: Dialect, frames: ReadonlyArray<string>) => {
+  const parsed = readFrames(frames)
+  if (client === "openai") {
+    const done = parsed.findIndex((f) => f.data === "[DONE]")
+    const errors = parsed.filter((f) => typeof f.data === "object" && f.data !== null && "error" in f.data)
+    assert.isTrue(done === -1 || done === parsed.length - 1, "[DONE] is last")
+    assert.isTrue(errors.length === 0 || (done === -1 && "error" in (parsed[parsed.length - 1].data as object)))
+    assert.isTrue(done !== -1 || errors.length === 1, "a stream ends with [DONE] or one error")
+  } else if (client === "anthropic") {
+    const names = parsed.map((f) => f.event)
+    const errorAt = names.indexOf("error")
+    assert.isTrue(errorAt === -1 || errorAt === names.length - 1, "error is terminal")
+    if (errorAt === -1) {
+      assert.strictEqual(names[0], "message_start")
+      assert.deepStrictEqual(names.slice(-2), ["message_delta", "message_stop"])
+    }
+    assert.isAtMost(names.filter((n) => n === "message_start").length, 1)
+    let open: number | undefined
+    let next = 0
+    for (const f of parsed) {
+      const data = f.data as { type: string; index?: number }
+      assert.strictEqual(f.event, data.type)
+      if (data.type === "content_block_start") {
+        assert.strictEqual(open, undefined, "one block open at a time")
+        assert.strictEqual(data.index, next++)
+        open = data.index
+      } else if (data.type === "content_block_delta") assert.strictEqual(data.index, open)
+      else if (data.type === "content_block_stop") {
+        assert.strictEqual(data.index, open)
+        open = undefined
+      } else if (data.type === "message_delta") assert.strictEqual(open, undefined, "blocks close before the end")
+    }
+  } else {
+    assert.isTrue(parsed.every((f) => f.event === undefined))
+  }
+}
+
+const dialects: ReadonlyArray<Dialect> = ["openai", "anthropic", "gemini"]
+
+describe("stream transducers on arbitrary upstream events", () => {
+  for (const upstream of dialects) {
+    for (const client of dialects) {
+      it(`property: ${upstream} → ${client} never throws and keeps the client protocol well-formed`, () => {
+        fc.assert(
+          fc.property(upstreamEvents[upstream], fc.boolean(), (events, includeUsage) => {
+            const transducer = makeStreamTransducer({
+              upstream,
+              client,
+              created: 1,
+              fallbackId: "fallback",
+              fallbackModel: "model",
+              includeUsage
+            })
+            const frames = [...events.flatMap((e) => transducer.push(e)), ...transducer.end()]
+            checkClientStream(client, frames)
+            assert.deepStrictEqual(transducer.end(), [], "nothing after the terminal frame")
+            const snapshot = transducer.snapshot()
+            assert.isTrue(snapshot.finished)
+            const text = frames.join("")
+            for (const piece of [snapshot.delivered.text, snapshot.delivered.thinking]) {
+              if (piece !== "") assert.isTrue(text.length > 0)
+            }
+          }),
+          { numRuns: 300 }
+        )
+      })
+    }
+  }
+})
