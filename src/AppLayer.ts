@@ -2,8 +2,8 @@
  * The composition root's building blocks: which adapters back which services, and the HTTP server over them.
  * `main.ts` reads the configuration and launches; tests build the same graph on an ephemeral port.
  */
-import { NodeHttpServer } from "@effect/platform-node"
-import { Layer, type Redacted } from "effect"
+import { NodeHttpServer, NodeServices } from "@effect/platform-node"
+import { Effect, Layer, type Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import * as Database from "./adapters/store/Database.ts"
@@ -11,9 +11,15 @@ import * as PgAccounts from "./adapters/store/PgAccounts.ts"
 import * as PgEventStore from "./adapters/store/PgEventStore.ts"
 import * as PgKeys from "./adapters/store/PgKeys.ts"
 import * as PgReplay from "./adapters/store/PgReplay.ts"
+import { UpstreamClient } from "./adapters/upstream/UpstreamClient.ts"
+import { ChatGateway } from "./app/ChatGateway.ts"
 import { defaultLedgerOptions, Ledger, type LedgerOptions } from "./app/Ledger.ts"
-import { ModelCatalog } from "./app/ModelCatalog.ts"
+import { OperatorConfig, type OperatorConfigError } from "./app/OperatorConfig.ts"
+import type { SimulatorStartError } from "./adapters/simulator/Simulator.ts"
 import * as AdminApi from "./http/admin/AdminApi.ts"
+import * as ChatApi from "./http/ChatApi.ts"
+import * as DefaultCatalog from "./plugins/DefaultCatalog.ts"
+import * as PluginRegistry from "./plugins/PluginRegistry.ts"
 import * as PublicApi from "./http/PublicApi.ts"
 import { HttpSettings } from "./http/Route.ts"
 
@@ -22,26 +28,50 @@ export interface AppOptions {
   readonly adminToken: Redacted.Redacted<string>
   readonly maxBodyBytes: number
   readonly ledger?: Partial<LedgerOptions>
+  /** The operator config file; undefined → the built-in simulator catalog. */
+  readonly configPath?: string | undefined
 }
+
+const operatorConfigLayer = (
+  configPath: string | undefined
+): Layer.Layer<OperatorConfig, OperatorConfigError | SimulatorStartError> =>
+  configPath === undefined
+    ? DefaultCatalog.layer
+    : OperatorConfig.layerFromFile(configPath).pipe(Layer.provide(NodeServices.layer))
 
 /** Every service the HTTP layer needs, over the chosen store. */
 export const servicesLayer = (options: AppOptions) => {
   const store = Database.layer(options.database)
   // Many writer shards help a server (separate accounts commit in parallel); PGlite is one session anyway.
   const shards = options.database.kind === "postgres" ? defaultLedgerOptions.shards : 1
-  return Layer.mergeAll(
-    Ledger.layerWith({ ...defaultLedgerOptions, shards, ...options.ledger }),
+  const config = operatorConfigLayer(options.configPath)
+  const ledger = Layer.unwrap(
+    Effect.map(OperatorConfig, (operator) =>
+      Ledger.layerWith({
+        ...defaultLedgerOptions,
+        shards,
+        holdTtlSeconds: operator.ledger.holdTtlSeconds,
+        ...options.ledger
+      })
+    )
+  )
+  const registry = PluginRegistry.layerFrom((id) =>
+    options.configPath === undefined ? DefaultCatalog.SIMULATOR_OWNER : `tollgate:${id.split("-")[0]}`
+  ).pipe(Layer.provideMerge(UpstreamClient.layer))
+  const core = Layer.mergeAll(
+    ledger,
     PgAccounts.layer,
     PgKeys.layer,
     PgReplay.layer,
     PgEventStore.layer,
-    ModelCatalog.empty,
+    registry,
     Layer.succeed(HttpSettings, HttpSettings.of({ maxBodyBytes: options.maxBodyBytes })),
     Layer.succeed(AdminApi.AdminToken, options.adminToken)
-  ).pipe(Layer.provideMerge(store))
+  ).pipe(Layer.provideMerge(Layer.merge(store, config)))
+  return ChatGateway.layer.pipe(Layer.provideMerge(core))
 }
 
-export const routesLayer = Layer.mergeAll(AdminApi.layer, PublicApi.layer)
+export const routesLayer = Layer.mergeAll(AdminApi.layer, ChatApi.layer, PublicApi.layer)
 
 /** The HTTP server on `host:port` (port 0 = ephemeral) serving every route over `services`. */
 export const serverLayer = <E, R>(

@@ -15,7 +15,7 @@ const settings = Config.all({
   dataDir: Config.String("TOLLGATE_DATA_DIR").pipe(Config.withDefault("./data")),
   adminToken: Config.option(Config.Redacted("TOLLGATE_ADMIN_TOKEN")),
   maxBodyBytes: Config.Int("TOLLGATE_MAX_BODY_BYTES").pipe(Config.withDefault(32 * 1024 * 1024)),
-  holdTtlSeconds: Config.Int("TOLLGATE_HOLD_TTL_SECONDS").pipe(Config.withDefault(900))
+  configPath: Config.option(Config.String("TOLLGATE_CONFIG"))
 })
 
 /** The banner goes straight to the terminal: it may carry secrets, so it never passes through the logger. */
@@ -47,7 +47,7 @@ const program = Effect.gen(function* () {
       : { kind: "pglite", dataDir: `${dataDir}/pglite` },
     adminToken,
     maxBodyBytes: config.maxBodyBytes,
-    ledger: { holdTtlSeconds: config.holdTtlSeconds }
+    configPath: Option.getOrUndefined(config.configPath)
   })
   const firstStart = Layer.effectDiscard(
     Effect.gen(function* () {

@@ -29,6 +29,36 @@ export const toApiError = (error: unknown): ApiError | undefined => {
       return apiError(409, "this Idempotency-Key was already used with a different request body", {
         code: "idempotency_key_reused"
       })
+    case "ModelNotFound": {
+      const model = (error as { model: string }).model
+      return apiError(404, `The model \`${model}\` does not exist or you do not have access to it.`, {
+        code: "model_not_found",
+        param: "model"
+      })
+    }
+    case "ModelNotAllowed":
+      return apiError(403, `this API key is not allowed to use the model '${(error as { model: string }).model}'`, {
+        type: "permission_error",
+        code: "model_not_allowed",
+        param: "model"
+      })
+    case "InvalidChatRequest": {
+      const invalid = error as { param: string | null; message: string }
+      return apiError(400, invalid.param === null ? invalid.message : `${invalid.param}: ${invalid.message}`, {
+        param: invalid.param,
+        code: "invalid_request"
+      })
+    }
+    case "UpstreamFailed": {
+      const failed = error as { status: number; message: string; retryAfterSeconds?: number }
+      return apiError(failed.status === 499 ? 400 : failed.status, failed.message, {
+        code:
+          failed.status === 429 ? "rate_limit_exceeded" : failed.status >= 500 ? "upstream_error" : "upstream_rejected",
+        ...(failed.retryAfterSeconds === undefined
+          ? {}
+          : { headers: { "retry-after": String(failed.retryAfterSeconds) } })
+      })
+    }
     case "KeyNotFound":
       return apiError(404, "no such API key", { code: "key_not_found" })
     case "KeyRejected": {

@@ -1,0 +1,314 @@
+/**
+ * The chat pipeline: resolve the model to its plugin, check the key's allow-list, hold the plugin's estimate, invoke,
+ * and settle from real usage — or release the whole hold when nothing was delivered. Streams are settled when they
+ * end, however they end: completed, cut by the upstream, or abandoned by the client (then the upstream call is
+ * aborted and the account pays for what was delivered, counted with the tokenizer when no usage arrived).
+ */
+import { Clock, Context, Effect, Exit, Layer, Result, Stream } from "effect"
+import { randomUUID } from "node:crypto"
+import {
+  countAnthropicMessages,
+  countGeminiContents,
+  countOpenAIChat,
+  countText
+} from "../adapters/tokenizer/Tokenizer.ts"
+import type { ChatPlugin, ChatReply, ClientDialect, PluginModel, SseFrame } from "../plugins/ModelPlugin.ts"
+import { PluginRegistry } from "../plugins/PluginRegistry.ts"
+import {
+  anthropicRequestToIR,
+  anthropicResponseToIR,
+  irToAnthropicResponse
+} from "../plugins/text/convert/anthropic.ts"
+import {
+  type ChatRequest,
+  type ChatResponse,
+  type Converted,
+  emptyUsage,
+  type Usage
+} from "../plugins/text/convert/ChatIR.ts"
+import { geminiRequestToIR, geminiResponseToIR, irToGeminiResponse } from "../plugins/text/convert/gemini.ts"
+import { isRecord, parseJson } from "../plugins/text/convert/json.ts"
+import { irToOpenAIResponse, openAIRequestToIR, openAIResponseToIR } from "../plugins/text/convert/openai.ts"
+import { makeStreamTransducer, type StreamTransducer } from "../plugins/text/convert/StreamTransducer.ts"
+import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, UpstreamFailed } from "./ChatErrors.ts"
+import type { AuthenticatedKey } from "./Keys.ts"
+import { Ledger } from "./Ledger.ts"
+import type { LedgerRejected } from "./LedgerErrors.ts"
+import type { StoreUnavailable } from "./StoreErrors.ts"
+
+export interface ChatInput {
+  readonly dialect: ClientDialect
+  readonly body: Readonly<Record<string, unknown>>
+  /** Gemini carries the model and streaming in the URL, not the body. */
+  readonly pathModel?: string
+  readonly pathStream?: boolean
+  readonly key: AuthenticatedKey
+  readonly requestId: string
+}
+
+export type ChatResult =
+  | { readonly _tag: "Json"; readonly body: unknown }
+  | { readonly _tag: "Stream"; readonly frames: Stream.Stream<Uint8Array> }
+
+export type ChatError =
+  | ModelNotFound
+  | ModelNotAllowed
+  | InvalidChatRequest
+  | UpstreamFailed
+  | LedgerRejected
+  | StoreUnavailable
+
+const toIR = (input: ChatInput, model: string): Converted<ChatRequest> => {
+  switch (input.dialect) {
+    case "openai":
+      return openAIRequestToIR(input.body)
+    case "anthropic":
+      return anthropicRequestToIR(input.body)
+    case "gemini":
+      return geminiRequestToIR(input.body, { model, stream: input.pathStream ?? false })
+  }
+}
+
+/** Input tokens as the tokenizer counts them, in the client's own format (before any conversion). */
+const countInput = (input: ChatInput): number => {
+  const body = input.body as Record<string, never>
+  switch (input.dialect) {
+    case "openai":
+      return countOpenAIChat({ messages: body.messages ?? [], tools: body.tools })
+    case "anthropic":
+      return countAnthropicMessages({ messages: body.messages ?? [], system: body.system, tools: body.tools })
+    case "gemini":
+      return countGeminiContents({
+        contents: body.contents ?? [],
+        systemInstruction: body.systemInstruction,
+        tools: body.tools
+      })
+  }
+}
+
+const responseToIR = (dialect: ChatReply["dialect"], body: unknown, fallbackId: string, fallbackModel: string) => {
+  switch (dialect) {
+    case "openai":
+      return openAIResponseToIR(body)
+    case "anthropic":
+      return anthropicResponseToIR(body)
+    case "gemini":
+      return geminiResponseToIR(body, { fallbackId, fallbackModel })
+  }
+}
+
+const encodeResponse = (dialect: ClientDialect, response: ChatResponse, created: number): unknown => {
+  switch (dialect) {
+    case "openai":
+      return irToOpenAIResponse(response, { created })
+    case "anthropic":
+      return irToAnthropicResponse(response)
+    case "gemini":
+      return irToGeminiResponse(response)
+  }
+}
+
+const frameText = (frame: SseFrame): string =>
+  frame.event === undefined ? `data: ${frame.data}\n\n` : `event: ${frame.event}\ndata: ${frame.data}\n\n`
+
+/** Usage for a stream that ended without the upstream's count: the tokenizer's count of what was delivered. */
+const deliveredUsage = (transducer: StreamTransducer, inputTokens: number): Usage => {
+  const { delivered } = transducer.snapshot()
+  return {
+    ...emptyUsage,
+    inputTokens,
+    outputTokens: countText(delivered.text) + countText(delivered.thinking) + countText(delivered.toolArguments)
+  }
+}
+
+const hasDelivered = (transducer: StreamTransducer): boolean => {
+  const { delivered } = transducer.snapshot()
+  return delivered.text.length + delivered.thinking.length + delivered.toolArguments.length > 0
+}
+
+const encoder = new TextEncoder()
+
+export class ChatGateway extends Context.Service<
+  ChatGateway,
+  { readonly chat: (input: ChatInput) => Effect.Effect<ChatResult, ChatError> }
+>()("tollgate/app/ChatGateway") {
+  static readonly layer = Layer.effect(
+    ChatGateway,
+    Effect.gen(function* () {
+      const registry = yield* PluginRegistry
+      const ledger = yield* Ledger
+
+      const settleStream = (
+        plugin: ChatPlugin,
+        model: PluginModel,
+        accountId: string,
+        holdId: string,
+        transducer: StreamTransducer,
+        inputTokens: number,
+        exit: Exit.Exit<unknown, unknown>
+      ) =>
+        Effect.gen(function* () {
+          const snapshot = transducer.snapshot()
+          if (!hasDelivered(transducer) && snapshot.usage === undefined) {
+            // Nothing reached the client: the call costs nothing.
+            return yield* ledger.release(accountId, holdId, Exit.isSuccess(exit) ? "unused" : "failed")
+          }
+          const complete = snapshot.usage !== undefined && snapshot.finished && !snapshot.truncated
+          const usage =
+            complete && snapshot.usage !== undefined ? snapshot.usage : deliveredUsage(transducer, inputTokens)
+          const cost = plugin.pricing.price(usage, model)
+          yield* ledger.settle(accountId, holdId, cost, {
+            ...usage,
+            estimated: !complete
+          })
+        }).pipe(
+          Effect.catch((error) =>
+            Effect.logError("stream settlement failed; the hold expiry sweep will release it", error)
+          ),
+          Effect.uninterruptible
+        )
+
+      const chat = Effect.fn("ChatGateway.chat")(function* (input: ChatInput) {
+        const modelId = input.pathModel ?? (typeof input.body.model === "string" ? input.body.model : undefined)
+        if (modelId === undefined) {
+          return yield* new InvalidChatRequest({ param: "model", message: "model is required" })
+        }
+        const entry = registry.lookup(modelId)
+        if (entry === undefined) return yield* new ModelNotFound({ model: modelId })
+        if (input.key.models !== null && !input.key.models.includes(modelId)) {
+          return yield* new ModelNotAllowed({ model: modelId })
+        }
+        const { plugin, model } = entry
+        const converted = toIR(input, modelId)
+        if (Result.isFailure(converted)) {
+          return yield* new InvalidChatRequest({
+            param: converted.failure.param === "" ? null : converted.failure.param,
+            message: converted.failure.message
+          })
+        }
+        const request = converted.success
+        const inputTokens = countInput(input)
+        const estimate = plugin.pricing.estimate({ request, inputTokens }, model)
+        const { holdId } = yield* ledger.placeHold({
+          accountId: input.key.accountId,
+          amount: estimate,
+          keyId: input.key.keyId,
+          keySpendLimit: input.key.spendLimit,
+          model: modelId,
+          plugin: plugin.id,
+          requestId: input.requestId
+        })
+        const abort = new AbortController()
+        const reply = yield* plugin
+          .invoke({
+            model,
+            request,
+            client: { dialect: input.dialect, body: input.body },
+            requestId: input.requestId,
+            signal: abort.signal
+          })
+          .pipe(
+            Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
+            Effect.onExit((exit) =>
+              Exit.isSuccess(exit)
+                ? Effect.void
+                : ledger.release(input.key.accountId, holdId, "failed").pipe(Effect.ignore)
+            ),
+            Effect.mapError(
+              (failure) =>
+                new UpstreamFailed({
+                  status: failure.status,
+                  message: failure.message,
+                  ...(failure.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: failure.retryAfterSeconds })
+                })
+            )
+          )
+        const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+        const fallbackId = `msg_${randomUUID().replaceAll("-", "")}`
+
+        if (reply._tag === "Body") {
+          const ir = responseToIR(reply.dialect, reply.body, fallbackId, modelId)
+          if (Result.isFailure(ir)) {
+            yield* ledger.release(input.key.accountId, holdId, "failed")
+            return yield* new UpstreamFailed({
+              status: 502,
+              message: "the upstream sent a response the gateway cannot read"
+            })
+          }
+          const usage = ir.success.usage
+          yield* ledger.settle(input.key.accountId, holdId, plugin.pricing.price(usage, model), usage)
+          const body =
+            reply.dialect === input.dialect && isRecord(reply.body)
+              ? { ...reply.body, model: modelId }
+              : encodeResponse(input.dialect, { ...ir.success, model: modelId }, created)
+          return { _tag: "Json", body } satisfies ChatResult
+        }
+
+        const includeUsage =
+          input.dialect === "openai" &&
+          isRecord(input.body.stream_options) &&
+          (input.body.stream_options as Record<string, unknown>).include_usage === true
+        const transducer = makeStreamTransducer({
+          upstream: reply.dialect,
+          client: input.dialect,
+          created,
+          fallbackId,
+          fallbackModel: modelId,
+          clientModel: modelId,
+          includeUsage
+        })
+        const passthrough = reply.dialect === input.dialect && input.dialect !== "gemini"
+        const framesOf = (frame: SseFrame): ReadonlyArray<string> => {
+          const data = frame.data === "[DONE]" ? "[DONE]" : parseJson(frame.data)
+          const converted = transducer.push({ ...(frame.event === undefined ? {} : { event: frame.event }), data })
+          if (!passthrough) return converted
+          // Same dialect: forward the upstream's own bytes (unknown fields preserved); the transducer only counts.
+          if (
+            input.dialect === "openai" &&
+            !includeUsage &&
+            isRecord(data) &&
+            Array.isArray(data.choices) &&
+            data.choices.length === 0
+          ) {
+            return [] // the usage chunk the gateway asked for on the client's behalf
+          }
+          if (isRecord(data) && typeof data.model === "string") {
+            return [frameText({ event: frame.event, data: JSON.stringify({ ...data, model: modelId }) })]
+          }
+          if (isRecord(data) && isRecord(data.message) && typeof data.message.model === "string") {
+            return [
+              frameText({
+                event: frame.event,
+                data: JSON.stringify({ ...data, message: { ...data.message, model: modelId } })
+              })
+            ]
+          }
+          return [frameText(frame)]
+        }
+        const frames = Stream.fromAsyncIterable(reply.events, (error) => error).pipe(
+          Stream.flatMap((frame) => Stream.fromArray(framesOf(frame))),
+          Stream.concat(
+            Stream.suspend(() => {
+              const tail = transducer.end() // also marks the snapshot finished for accounting
+              return Stream.fromArray(passthrough ? [] : tail)
+            })
+          ),
+          Stream.catchCause(() =>
+            Stream.suspend(() =>
+              Stream.fromArray(transducer.fail("api_error", "the upstream stream failed before it finished"))
+            )
+          ),
+          Stream.map((text) => encoder.encode(text)),
+          Stream.onExit((exit) =>
+            Effect.sync(() => abort.abort()).pipe(
+              Effect.andThen(settleStream(plugin, model, input.key.accountId, holdId, transducer, inputTokens, exit))
+            )
+          )
+        )
+        return { _tag: "Stream", frames } satisfies ChatResult
+      })
+
+      return ChatGateway.of({ chat })
+    })
+  )
+}

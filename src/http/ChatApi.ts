@@ -1,0 +1,87 @@
+/**
+ * The text protocols: OpenAI chat completions, Anthropic messages (+ count_tokens) and Gemini generateContent, each
+ * answering in its own dialect whatever protocol the model's upstream speaks.
+ */
+import { Effect, Layer } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { countAnthropicMessages } from "../adapters/tokenizer/Tokenizer.ts"
+import { ChatGateway, type ChatInput, type ChatResult } from "../app/ChatGateway.ts"
+import { ModelNotFound } from "../app/ChatErrors.ts"
+import { PluginRegistry } from "../plugins/PluginRegistry.ts"
+import { badRequest, type Dialect, notFound } from "./ApiError.ts"
+import { authenticate } from "./Auth.ts"
+import { readJson } from "./RequestBody.ts"
+import { HttpSettings, json, RequestId, route } from "./Route.ts"
+
+const SSE_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  "x-accel-buffering": "no"
+}
+
+const respondWith = (result: ChatResult) =>
+  result._tag === "Json"
+    ? json(result.body)
+    : HttpServerResponse.stream(result.frames, { headers: SSE_HEADERS, contentType: SSE_HEADERS["content-type"] })
+
+const objectBody = (dialect: Dialect) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const body = yield* readJson(request, yield* HttpSettings)
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      return yield* badRequest("the request body must be a JSON object")
+    }
+    void dialect
+    return body as Record<string, unknown>
+  })
+
+const chat = (dialect: "openai" | "anthropic") =>
+  Effect.gen(function* () {
+    const key = yield* authenticate(dialect)
+    const body = yield* objectBody(dialect)
+    const input: ChatInput = { dialect, body, key, requestId: yield* RequestId }
+    return respondWith(yield* (yield* ChatGateway).chat(input))
+  })
+
+const countTokens = Effect.gen(function* () {
+  yield* authenticate("anthropic")
+  const body = yield* objectBody("anthropic")
+  if (typeof body.model !== "string") return yield* badRequest("model: is required", "model")
+  if ((yield* PluginRegistry).lookup(body.model) === undefined) return yield* new ModelNotFound({ model: body.model })
+  if (!Array.isArray(body.messages)) return yield* badRequest("messages: expected an array", "messages")
+  return json({
+    input_tokens: countAnthropicMessages({
+      messages: body.messages,
+      system: body.system as never,
+      tools: body.tools as never
+    })
+  })
+})
+
+const GEMINI_PATH = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/
+
+const gemini = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const url = new URL(request.url, "http://x")
+  const match = GEMINI_PATH.exec(url.pathname)
+  if (match === null) return yield* notFound(`unknown path ${url.pathname}`, "unknown_path")
+  const key = yield* authenticate("google")
+  const body = yield* objectBody("google")
+  const stream = match[2] === "streamGenerateContent"
+  const input: ChatInput = {
+    dialect: "gemini",
+    body,
+    pathModel: decodeURIComponent(match[1]),
+    pathStream: stream,
+    key,
+    requestId: yield* RequestId
+  }
+  return respondWith(yield* (yield* ChatGateway).chat(input))
+})
+
+export const layer = Layer.mergeAll(
+  route("POST", "/v1/chat/completions", chat("openai"), "openai"),
+  route("POST", "/v1/messages", chat("anthropic"), "anthropic"),
+  route("POST", "/v1/messages/count_tokens", countTokens, "anthropic"),
+  route("POST", "/v1beta/models/*", gemini, "google")
+)

@@ -1,0 +1,55 @@
+/**
+ * The catalog served when no operator config is given: an in-process upstream simulator on a loopback port and one
+ * text model per upstream protocol, so `npm start` runs the same adapters, converters and billing as production.
+ */
+import { Effect, Layer, Redacted } from "effect"
+import { Simulator } from "../adapters/simulator/Simulator.ts"
+import { makeModelPricing } from "../app/config/ModelPricing.ts"
+import { OperatorConfigDefaults } from "../app/config/decodeOperatorConfig.ts"
+import { OperatorConfig, type OperatorConfigData, type UpstreamConfig } from "../app/OperatorConfig.ts"
+
+export const SIMULATOR_OWNER = "simulator"
+
+export const simulatorConfig = (baseUrl: string, apiKey: string): OperatorConfigData => {
+  const upstream = (name: string, protocol: UpstreamConfig["protocol"], url: string): UpstreamConfig => ({
+    name,
+    protocol,
+    baseUrl: url,
+    apiKey: Redacted.make(apiKey),
+    timeoutMs: 60_000,
+    idleTimeoutMs: 60_000,
+    maxConnections: OperatorConfigDefaults.upstreamMaxConnections
+  })
+  const upstreams = new Map<string, UpstreamConfig>([
+    ["sim-openai", upstream("sim-openai", "openai", `${baseUrl}/v1`)],
+    ["sim-anthropic", upstream("sim-anthropic", "anthropic", baseUrl)],
+    ["sim-gemini", upstream("sim-gemini", "gemini", baseUrl)]
+  ])
+  // USD per 1M tokens, in micro-dollars: input 0.15, output 0.60.
+  const pricing = makeModelPricing({ input: 150_000n, output: 600_000n })
+  const model = (id: string) => ({
+    id,
+    plugin: "text",
+    upstreams: [upstreams.get(id) as UpstreamConfig],
+    upstreamModel: id,
+    pricing,
+    maxOutputTokens: 4096
+  })
+  return {
+    upstreams,
+    models: [model("sim-openai"), model("sim-anthropic"), model("sim-gemini")],
+    plugins: [],
+    ledger: { holdTtlSeconds: OperatorConfigDefaults.holdTtlSeconds },
+    video: {
+      pollIntervalMs: OperatorConfigDefaults.videoPollIntervalMs,
+      deadlineMinutes: OperatorConfigDefaults.videoDeadlineMinutes,
+      retentionDays: OperatorConfigDefaults.videoRetentionDays
+    }
+  }
+}
+
+/** OperatorConfig backed by a simulator started for this process (closed with the layer). */
+export const layer = Layer.effect(
+  OperatorConfig,
+  Effect.map(Simulator, (simulator) => simulatorConfig(simulator.baseUrl, simulator.apiKey))
+).pipe(Layer.provide(Simulator.layer))

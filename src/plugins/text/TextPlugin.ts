@@ -1,0 +1,186 @@
+/**
+ * The built-in text family: one upstream call per attempt, in the upstream's own protocol. A client whose dialect
+ * matches the upstream's is passed through untouched (only `model` is swapped, and streams always ask for usage);
+ * any other pair is converted through the internal representation. Upstreams are tried in configured order until
+ * one answers; once a stream is handed back the first byte may reach the client, so there is no fallback after it.
+ */
+import { Effect, Result } from "effect"
+import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
+import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
+import { AnthropicPaths, GeminiPaths, OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
+import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
+import {
+  type ChatCall,
+  type ChatPlugin,
+  type ChatReply,
+  PLUGIN_SPECIFICATION,
+  type PluginFailure,
+  pluginFailure
+} from "../ModelPlugin.ts"
+import { irToAnthropicRequest } from "./convert/anthropic.ts"
+import type { Converted } from "./convert/ChatIR.ts"
+import { irToGeminiRequest } from "./convert/gemini.ts"
+import { asRecord, isRecord, parseJson } from "./convert/json.ts"
+import { irToOpenAIRequest } from "./convert/openai.ts"
+import { outputCap, textPricing } from "./TextPricing.ts"
+
+type TextProtocol = "openai" | "anthropic" | "gemini"
+
+const isTextProtocol = (protocol: string): protocol is TextProtocol =>
+  protocol === "openai" || protocol === "anthropic" || protocol === "gemini"
+
+/** The vendor's error message, if its body is one of the three envelopes; never the whole body. */
+export const vendorMessage = (body: string): string | undefined => {
+  // Not JSON or no message: say nothing rather than echo an arbitrary body.
+  const parsed = asRecord(parseJson(body))
+  const error = parsed.error
+  if (isRecord(error) && typeof error.message === "string") return error.message
+  if (typeof error === "string") return error
+  return typeof parsed.message === "string" ? parsed.message : undefined
+}
+
+/** What the client sees when an upstream fails: a status of its own, never the upstream's credentials problem. */
+export const failureFromUpstream = (error: UpstreamError): PluginFailure => {
+  const reason = error.reason
+  switch (reason._tag) {
+    case "HttpStatus": {
+      const message = vendorMessage(reason.body)
+      if (reason.status === 401 || reason.status === 403) {
+        return pluginFailure(502, "the upstream refused the gateway's credentials; the operator must check its key", {
+          detail: reason.body
+        })
+      }
+      if (reason.status === 429) {
+        return pluginFailure(429, `the upstream is rate limiting: ${message ?? "retry later"}`, {
+          ...(reason.retryAfter === undefined ? {} : { retryAfterSeconds: reason.retryAfter }),
+          detail: reason.body
+        })
+      }
+      if (reason.status >= 400 && reason.status < 500) {
+        return pluginFailure(400, `the upstream rejected the request: ${message ?? `HTTP ${reason.status}`}`, {
+          detail: reason.body
+        })
+      }
+      return pluginFailure(502, `the upstream failed with HTTP ${reason.status}${message ? `: ${message}` : ""}`, {
+        detail: reason.body
+      })
+    }
+    case "Timeout":
+      return pluginFailure(504, `the upstream did not answer in time (${reason.phase} timeout)`)
+    case "ConnectFailed":
+    case "ConnectionLost":
+      return pluginFailure(502, "the upstream could not be reached")
+    case "Malformed":
+      return pluginFailure(502, "the upstream sent a malformed response")
+    case "Aborted":
+      return pluginFailure(499, "the request was cancelled")
+  }
+}
+
+/** A failure worth trying the next upstream for: the same request might succeed elsewhere. */
+const tryNext = (error: UpstreamError): boolean => {
+  const reason = error.reason
+  if (reason._tag === "HttpStatus") return reason.status === 401 || reason.status === 403 || reason.isRetryable
+  return reason._tag === "ConnectFailed" || reason._tag === "Timeout" || reason._tag === "ConnectionLost"
+}
+
+interface UpstreamCall {
+  readonly path: string
+  readonly body: Record<string, unknown>
+}
+
+const buildCall = (call: ChatCall, protocol: TextProtocol): Converted<UpstreamCall> => {
+  const { model, request, client } = call
+  const stream = request.stream
+  switch (protocol) {
+    case "openai": {
+      if (client.dialect === "openai") {
+        const streamOptions = client.body.stream_options as Record<string, unknown> | undefined
+        return Result.succeed({
+          path: OpenAiPaths.chatCompletions,
+          body: {
+            ...client.body,
+            model: model.upstreamModel,
+            ...(stream ? { stream_options: { ...streamOptions, include_usage: true } } : {})
+          }
+        })
+      }
+      return Result.map(irToOpenAIRequest(request), (body) => ({
+        path: OpenAiPaths.chatCompletions,
+        body: { ...body, model: model.upstreamModel }
+      }))
+    }
+    case "anthropic": {
+      if (client.dialect === "anthropic") {
+        return Result.succeed({ path: AnthropicPaths.messages, body: { ...client.body, model: model.upstreamModel } })
+      }
+      return Result.map(irToAnthropicRequest(request, { defaultMaxTokens: outputCap(request, model) }), (body) => ({
+        path: AnthropicPaths.messages,
+        body: { ...body, model: model.upstreamModel }
+      }))
+    }
+    case "gemini":
+      return Result.map(irToGeminiRequest(request), (body) => ({
+        path: stream
+          ? GeminiPaths.streamGenerateContent(model.upstreamModel)
+          : GeminiPaths.generateContent(model.upstreamModel),
+        body
+      }))
+  }
+}
+
+export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin => {
+  const attempt = (call: ChatCall, upstream: UpstreamConfig, protocol: TextProtocol) =>
+    Effect.gen(function* () {
+      const built = buildCall(call, protocol)
+      if (Result.isFailure(built)) {
+        return yield* Effect.fail(
+          pluginFailure(400, `${built.failure.param ? `${built.failure.param}: ` : ""}${built.failure.message}`)
+        )
+      }
+      const response = yield* client.request({
+        upstream,
+        method: "POST",
+        path: built.success.path,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(built.success.body),
+        signal: call.signal
+      })
+      if (call.request.stream) {
+        return { _tag: "Events", dialect: protocol, events: response.body.events() } satisfies ChatReply
+      }
+      const body = yield* response.body.json
+      return { _tag: "Body", dialect: protocol, body } satisfies ChatReply
+    })
+
+  const invoke = (call: ChatCall): Effect.Effect<ChatReply, PluginFailure> =>
+    Effect.gen(function* () {
+      let last: PluginFailure = pluginFailure(502, "no upstream is configured for this model")
+      for (const upstream of call.model.upstreams) {
+        if (!isTextProtocol(upstream.protocol)) {
+          last = pluginFailure(500, `upstream ${upstream.name} speaks ${upstream.protocol}, not a text protocol`)
+          continue
+        }
+        const outcome = yield* Effect.result(attempt(call, upstream, upstream.protocol))
+        if (Result.isSuccess(outcome)) return outcome.success
+        const error = outcome.failure
+        if ("_tag" in error && error._tag === "PluginFailure") return yield* Effect.fail(error)
+        last = failureFromUpstream(error as UpstreamError)
+        if (!tryNext(error as UpstreamError)) break
+        yield* Effect.logWarning("upstream failed, trying the next one").pipe(
+          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, status: last.status })
+        )
+      }
+      return yield* Effect.fail(last)
+    })
+
+  return {
+    specification: PLUGIN_SPECIFICATION,
+    id: "text",
+    family: "text",
+    kind: "chat",
+    pricingKeys: { allowed: ["input", "output"], required: ["input", "output"] },
+    pricing: textPricing,
+    invoke
+  }
+}

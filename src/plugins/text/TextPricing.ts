@@ -1,0 +1,23 @@
+/**
+ * The text family's pricing rule: per input and output token, the same on both protocols. The hold covers the
+ * tokenizer's count of the input plus the request's output cap (or the model's); settlement uses the upstream's
+ * usage. Cache reads and writes are input tokens at the input price (no separate cache prices are configured).
+ */
+import { costPerMillion } from "../../app/config/ModelPricing.ts"
+import type { Micros } from "../../domain/Money.ts"
+import type { PluginModel, PricingRule } from "../ModelPlugin.ts"
+import type { ChatRequest, Usage } from "./convert/ChatIR.ts"
+
+const price = (model: PluginModel, key: "input" | "output"): Micros => model.pricing[key] ?? 0n
+
+export const outputCap = (request: ChatRequest, model: PluginModel): number =>
+  Math.min(request.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens)
+
+export const textPricing: PricingRule<{ readonly request: ChatRequest; readonly inputTokens: number }, Usage> = {
+  estimate: ({ request, inputTokens }, model) =>
+    costPerMillion(BigInt(inputTokens), price(model, "input")) +
+    costPerMillion(BigInt(Math.max(outputCap(request, model), 0)), price(model, "output")),
+  price: (usage, model) =>
+    costPerMillion(BigInt(usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens), price(model, "input")) +
+    costPerMillion(BigInt(usage.outputTokens), price(model, "output"))
+}
