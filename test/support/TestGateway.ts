@@ -20,6 +20,8 @@ export const startTestGateway = async (
     readonly database?: DatabaseOptions
     readonly maxBodyBytes?: number
     readonly ledger?: Partial<LedgerOptions>
+    /** An operator config file; omitted → the built-in simulator catalog. */
+    readonly configPath?: string
   } = {}
 ): Promise<TestGateway> => {
   const adminToken = `tga_test_${randomBytes(16).toString("hex")}`
@@ -27,7 +29,8 @@ export const startTestGateway = async (
     database: options.database ?? { kind: "pglite", dataDir: undefined },
     adminToken: Redacted.make(adminToken),
     maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
-    ...(options.ledger ? { ledger: options.ledger } : {})
+    ...(options.ledger ? { ledger: options.ledger } : {}),
+    configPath: options.configPath
   })
   const scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(
