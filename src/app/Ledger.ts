@@ -61,6 +61,8 @@ const describe = (rejection: LedgerRejection): string => {
       return `hold ${rejection.holdId} already exists`
     case "HoldNotPending":
       return `hold ${rejection.holdId} is already ${rejection.status}`
+    case "DepositReferenceReused":
+      return `reference ${rejection.reference} was already used for a deposit of ${formatMicros(rejection.amount)}; a retry must repeat the same amount`
   }
 }
 

@@ -8,7 +8,8 @@ export const LedgerRejectionReason = Schema.Literals([
   "SpendLimitExceeded",
   "HoldNotFound",
   "HoldAlreadyExists",
-  "HoldNotPending"
+  "HoldNotPending",
+  "DepositReferenceReused"
 ])
 
 /** A ledger command the rules refused; nothing was written. */

@@ -8,12 +8,16 @@ export const MICROS_PER_UNIT = 1_000_000n
 
 const DECIMAL = /^(0|[1-9][0-9]{0,14})(?:\.([0-9]{1,6}))?$/
 
-/** Parses a non-negative decimal string ("12.5", "0.000001"); undefined when it is not one. */
+/** The largest amount the store's `bigint` columns hold (2^63 − 1 micro-dollars, about 9.2 trillion USD). */
+export const MAX_MICROS: Micros = 9_223_372_036_854_775_807n
+
+/** Parses a non-negative decimal string ("12.5", "0.000001"); undefined when it is not one or does not fit. */
 export const parseDecimal = (text: string): Micros | undefined => {
   const match = DECIMAL.exec(text)
   if (match === null) return undefined
   const fraction = (match[2] ?? "").padEnd(6, "0")
-  return BigInt(match[1]) * MICROS_PER_UNIT + BigInt(fraction)
+  const value = BigInt(match[1]) * MICROS_PER_UNIT + BigInt(fraction)
+  return value > MAX_MICROS ? undefined : value
 }
 
 /** Formats micro-dollars with exactly six decimals ("12.500000"); negative amounts carry a leading "-". */

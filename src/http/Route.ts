@@ -112,7 +112,15 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect) =>
       Effect.catchCause((cause) => {
         const failure = cause.reasons.find((r) => r._tag === "Fail")
         const mapped = failure === undefined ? undefined : toApiError(failure.error)
-        if (mapped !== undefined) return Effect.succeed(errorResponse(mapped, chosen, requestId))
+        if (mapped !== undefined) {
+          const response = Effect.succeed(errorResponse(mapped, chosen, requestId))
+          if (mapped.status < 500) return response
+          // Server-side failures are logged with their cause (never a secret: store and upstream errors carry none).
+          return Effect.logWarning("request failed", cause).pipe(
+            Effect.annotateLogs({ requestId }),
+            Effect.andThen(response)
+          )
+        }
         return Effect.logError("unhandled failure", cause).pipe(
           Effect.annotateLogs({ requestId }),
           Effect.as(

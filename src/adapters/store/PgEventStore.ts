@@ -76,6 +76,13 @@ export interface StreamAppend {
 export const appendMany = (sql: SqlClient.SqlClient, appends: ReadonlyArray<StreamAppend>, recordedAt: Date) =>
   Effect.gen(function* () {
     const names = [...new Set(appends.map((a) => a.stream))].sort()
+    // "any" promises no check, but a new stream has no head row to lock: create it first so concurrent "any"
+    // appenders queue on it instead of colliding on the first position.
+    const unchecked = [...new Set(appends.filter((a) => a.expected === "any").map((a) => a.stream))]
+    if (unchecked.length > 0) {
+      yield* sql`INSERT INTO streams (stream_name, version) SELECT unnest(${unchecked}::text[]), 0
+        ON CONFLICT (stream_name) DO NOTHING`
+    }
     const heads = yield* sql<{ stream_name: string; version: bigint }>`
       SELECT stream_name, version FROM streams WHERE stream_name = ANY(${names}::text[])
       ORDER BY stream_name FOR UPDATE`
@@ -86,7 +93,7 @@ export const appendMany = (sql: SqlClient.SqlClient, appends: ReadonlyArray<Stre
       const current = versions.get(append.stream)
       const ok =
         append.expected === "any" ||
-        (append.expected === "no_stream" ? current === undefined : (current ?? 0n) === append.expected)
+        (append.expected === "no_stream" ? (current ?? 0n) === 0n : (current ?? 0n) === append.expected)
       if (!ok) {
         return yield* new StreamVersionConflict({ stream: append.stream, expected: String(append.expected) })
       }

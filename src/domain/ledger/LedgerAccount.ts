@@ -8,7 +8,7 @@
  * never goes below zero (checked when a hold is placed); failed or rejected requests cost nothing (release refunds
  * the whole hold); an expired hold is released exactly once.
  */
-import { formatMicros, type Micros, min, parseDecimal } from "../Money.ts"
+import { formatMicros, MAX_MICROS, type Micros, min, parseDecimal } from "../Money.ts"
 import type { LedgerEvent, RefundReason } from "./LedgerEvent.ts"
 
 export type HoldStatus = "pending" | "settled" | "released"
@@ -114,6 +114,7 @@ export type LedgerRejection =
   | { readonly _tag: "HoldNotFound"; readonly holdId: string }
   | { readonly _tag: "HoldAlreadyExists"; readonly holdId: string }
   | { readonly _tag: "HoldNotPending"; readonly holdId: string; readonly status: HoldStatus }
+  | { readonly _tag: "DepositReferenceReused"; readonly reference: string; readonly amount: Micros }
 
 export type Decision =
   | { readonly _tag: "Accepted"; readonly events: ReadonlyArray<LedgerEvent>; readonly duplicate: boolean }
@@ -134,11 +135,28 @@ export const decide = (state: AccountState, command: LedgerCommand): Decision =>
     ])
   }
   if (!state.exists) return reject({ _tag: "AccountNotFound", accountId: command.accountId })
+  const amount =
+    command.type === "Deposit" || command.type === "PlaceHold"
+      ? command.amount
+      : command.type === "SettleHold"
+        ? command.cost
+        : 0n
+  if (amount > MAX_MICROS) {
+    return reject({
+      _tag: "InvalidAmount",
+      message: `amount exceeds the ledger's maximum of ${formatMicros(MAX_MICROS)}`
+    })
+  }
   const accountId = state.accountId
   switch (command.type) {
     case "Deposit": {
       if (command.amount <= 0n) return reject({ _tag: "InvalidAmount", message: "amount must be greater than zero" })
-      if (state.depositReferences.has(command.reference)) return accept([], true)
+      const earlier = state.depositReferences.get(command.reference)
+      if (earlier !== undefined) {
+        // Same reference, same amount: a retry, answered as the original. Another amount: a mistake worth a 409.
+        if (earlier === command.amount) return accept([], true)
+        return reject({ _tag: "DepositReferenceReused", reference: command.reference, amount: earlier })
+      }
       return accept([
         {
           type: "FundsDeposited",
