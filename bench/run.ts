@@ -1,5 +1,5 @@
 /** `npm run bench -- <suite> [options]`: dispatches to a benchmark suite in bench/. */
-const suites: Record<string, string> = { ledger: "./ledger.ts" }
+const suites: Record<string, string> = { ledger: "./ledger.ts", latency: "./latency.ts" }
 const suite = process.argv[2] ?? "ledger"
 const module = suites[suite]
 if (module === undefined) {
