@@ -68,10 +68,89 @@ export interface StreamAppend {
   readonly events: ReadonlyArray<NewEvent>
 }
 
+/** An event row as JSON, expanded in SQL by `jsonb_to_recordset` (one parameter for any number of rows). */
+export interface EventRecord {
+  readonly stream_name: string
+  readonly stream_position: string
+  readonly event_id: string
+  readonly event_type: string
+  readonly schema_version: number
+  readonly data: unknown
+  readonly metadata: Record<string, unknown>
+  readonly recorded_at: string
+}
+
+export const EVENT_RECORD_COLUMNS =
+  "stream_name text, stream_position bigint, event_id uuid, event_type text, schema_version smallint, data jsonb, " +
+  "metadata jsonb, recorded_at timestamptz"
+
 /**
- * Appends to several streams in the current transaction: locks their heads in name order (no deadlock between
- * writers), checks every expected version, inserts all events in one statement and moves every head. Returns each
- * stream's new version.
+ * Checks every expected version against the locked heads and numbers the events. Pure: the caller has locked the
+ * heads (`version` undefined = no head row yet) in the same transaction.
+ */
+export const planAppends = (
+  appends: ReadonlyArray<StreamAppend>,
+  heads: ReadonlyMap<string, bigint | undefined>,
+  recordedAt: Date
+): StreamVersionConflict | { readonly records: Array<EventRecord>; readonly versions: Map<string, bigint> } => {
+  const current = new Map(heads)
+  const versions = new Map<string, bigint>()
+  const records: Array<EventRecord> = []
+  const at = recordedAt.toISOString()
+  for (const append of appends) {
+    const version = current.get(append.stream) ?? 0n
+    const ok =
+      append.expected === "any" || (append.expected === "no_stream" ? version === 0n : version === append.expected)
+    if (!ok) return new StreamVersionConflict({ stream: append.stream, expected: String(append.expected) })
+    let position = version
+    for (const event of append.events) {
+      position += 1n
+      records.push({
+        stream_name: append.stream,
+        stream_position: position.toString(),
+        event_id: event.eventId,
+        event_type: event.type,
+        schema_version: event.schemaVersion ?? 1,
+        data: event.data,
+        metadata: event.metadata ?? {},
+        recorded_at: at
+      })
+    }
+    current.set(append.stream, position)
+    if (append.events.length > 0) versions.set(append.stream, position)
+  }
+  return { records, versions }
+}
+
+/** Locks the heads of `names` (in name order, so writers queue and never deadlock) and returns their versions. */
+export const lockHeads = (sql: SqlClient.SqlClient, names: ReadonlyArray<string>) =>
+  Effect.map(
+    sql<{ stream_name: string; version: bigint }>`
+      SELECT stream_name, version FROM streams WHERE stream_name = ANY(${names}::text[])
+      ORDER BY stream_name FOR UPDATE`,
+    (rows) => {
+      const heads = new Map<string, bigint | undefined>(names.map((n) => [n, undefined]))
+      for (const row of rows) heads.set(row.stream_name, row.version)
+      return heads
+    }
+  )
+
+export const recordsJson = (records: ReadonlyArray<unknown>): string =>
+  JSON.stringify(records, (_key, value) => (typeof value === "bigint" ? value.toString() : value))
+
+/** A concurrent writer took a position first: the same conflict an expected-version check reports. */
+export const conflictOnUniqueViolation =
+  (stream: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.mapError(effect, (error) =>
+      sqlState(error) === UNIQUE_VIOLATION
+        ? new StreamVersionConflict({ stream, expected: "concurrent append" })
+        : error
+    )
+
+/**
+ * Appends to several streams in the current transaction: locks their heads, checks every expected version, and
+ * writes all events and the new heads in one statement. Returns each touched stream's new version.
  */
 export const appendMany = (sql: SqlClient.SqlClient, appends: ReadonlyArray<StreamAppend>, recordedAt: Date) =>
   Effect.gen(function* () {
@@ -83,52 +162,24 @@ export const appendMany = (sql: SqlClient.SqlClient, appends: ReadonlyArray<Stre
       yield* sql`INSERT INTO streams (stream_name, version) SELECT unnest(${unchecked}::text[]), 0
         ON CONFLICT (stream_name) DO NOTHING`
     }
-    const heads = yield* sql<{ stream_name: string; version: bigint }>`
-      SELECT stream_name, version FROM streams WHERE stream_name = ANY(${names}::text[])
-      ORDER BY stream_name FOR UPDATE`
-    const versions = new Map<string, bigint | undefined>(names.map((n) => [n, undefined]))
-    for (const head of heads) versions.set(head.stream_name, head.version)
-    const rows: Array<Record<string, unknown>> = []
-    for (const append of appends) {
-      const current = versions.get(append.stream)
-      const ok =
-        append.expected === "any" ||
-        (append.expected === "no_stream" ? (current ?? 0n) === 0n : (current ?? 0n) === append.expected)
-      if (!ok) {
-        return yield* new StreamVersionConflict({ stream: append.stream, expected: String(append.expected) })
-      }
-      let position = current ?? 0n
-      for (const event of append.events) {
-        position += 1n
-        rows.push({
-          stream_name: append.stream,
-          stream_position: position,
-          event_id: event.eventId,
-          event_type: event.type,
-          schema_version: event.schemaVersion ?? 1,
-          data: JSON.stringify(event.data),
-          metadata: JSON.stringify(event.metadata ?? {}),
-          recorded_at: recordedAt
-        })
-      }
-      versions.set(append.stream, position)
-    }
-    if (rows.length > 0) {
-      yield* sql`INSERT INTO events ${sql.insert(rows as unknown as readonly [Record<string, unknown>])}`.pipe(
-        Effect.mapError((error) =>
-          sqlState(error) === UNIQUE_VIOLATION
-            ? new StreamVersionConflict({ stream: names.join(","), expected: "concurrent append" })
-            : error
-        )
-      )
-      const touched = names.filter((n) => versions.get(n) !== undefined)
-      const touchedVersions = touched.map((n) => versions.get(n) as bigint)
+    const heads = yield* lockHeads(sql, names)
+    const plan = planAppends(appends, heads, recordedAt)
+    if (plan instanceof StreamVersionConflict) return yield* plan
+    if (plan.records.length > 0) {
       yield* sql`
+        WITH appended AS (
+          INSERT INTO events (stream_name, stream_position, event_id, event_type, schema_version, data, metadata,
+            recorded_at)
+          SELECT * FROM jsonb_to_recordset(${recordsJson(plan.records)}::jsonb) AS t(${sql.literal(EVENT_RECORD_COLUMNS)})
+        )
         INSERT INTO streams (stream_name, version)
-        SELECT * FROM unnest(${touched}::text[], ${touchedVersions}::bigint[])
-        ON CONFLICT (stream_name) DO UPDATE SET version = EXCLUDED.version`
+        SELECT * FROM jsonb_to_recordset(${recordsJson([...plan.versions].map(([name, version]) => ({ name, version })))}::jsonb)
+          AS h(name text, version bigint)
+        ON CONFLICT (stream_name) DO UPDATE SET version = EXCLUDED.version`.pipe(
+        conflictOnUniqueViolation(names.join(","))
+      )
     }
-    return versions
+    return plan.versions
   })
 
 export const layer = Layer.effect(

@@ -375,12 +375,6 @@ for (const target of storeTargets) {
           held: usd("2"),
           version: 4n
         })
-        // Identity values are never given back on rollback: the gap proves the failed batch's four events were
-        // really inserted before the failure, and then rolled back.
-        const sqlAgain = yield* SqlClient.SqlClient
-        const [first] = yield* sqlAgain<{ p: bigint }>`
-          SELECT min(global_position) AS p FROM events WHERE global_position > ${highWater}`
-        assert.isTrue(first.p > highWater + 4n, `${first.p} after ${highWater}`)
         yield* assertProjectionMatchesStream(a)
         yield* assertProjectionMatchesStream(b)
       })
