@@ -1,6 +1,6 @@
 /** Health probes, the model list and the answers for paths nobody serves. */
 import { Duration, Effect, Layer } from "effect"
-import { HttpServerRequest } from "effect/http"
+import { HttpRouter, HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { ModelCatalog } from "../app/ModelCatalog.ts"
 import { apiError, notFound } from "./ApiError.ts"
@@ -29,6 +29,26 @@ const models = Effect.gen(function* () {
     object: "list",
     data: catalog.map((m) => ({ id: m.id, object: "model", created: m.created, owned_by: m.ownedBy }))
   })
+})
+
+/** One model, in OpenAI's or Anthropic's shape (`GET /v1/models/{id}`). */
+const oneModel = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const anthropic = request.headers["anthropic-version"] !== undefined
+  yield* authenticate(anthropic ? "anthropic" : "openai")
+  const id = decodeURIComponent((yield* HttpRouter.params).id ?? "")
+  const model = (yield* ModelCatalog).models.find((m) => m.id === id)
+  if (model === undefined) {
+    return yield* notFound(`The model \`${id}\` does not exist or you do not have access to it.`, "model_not_found")
+  }
+  return anthropic
+    ? json({
+        type: "model",
+        id: model.id,
+        display_name: model.displayName,
+        created_at: new Date(model.created * 1000).toISOString()
+      })
+    : json({ id: model.id, object: "model", created: model.created, owned_by: model.ownedBy })
 })
 
 /** Google's list shape, for `@google/genai`'s `models.list` pointed at the gateway. */
@@ -67,6 +87,7 @@ export const layer = Layer.mergeAll(
     })
   ),
   route("GET", "/v1/models", models),
+  route("GET", "/v1/models/:id", oneModel),
   route("GET", "/v1beta/models", googleModels),
   route("*", "*", unknownPath)
 )

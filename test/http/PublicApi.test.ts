@@ -1,0 +1,49 @@
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
+
+let gateway: TestGateway
+let key: string
+
+beforeAll(async () => {
+  gateway = await startTestGateway()
+  const admin = (path: string, body: unknown) =>
+    fetch(`${gateway.url}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gateway.adminToken}`, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    }).then((r) => r.json() as Promise<Record<string, string>>)
+  const account = await admin("/admin/accounts", { name: "public" })
+  key = (await admin(`/admin/accounts/${account.id}/keys`, { name: "k" })).key
+}, 60_000)
+afterAll(async () => {
+  await gateway?.close()
+})
+
+describe("public API", () => {
+  it("answers the health probes", async () => {
+    assert.deepStrictEqual(await (await fetch(`${gateway.url}/healthz`)).json(), { status: "ok" })
+    assert.deepStrictEqual(await (await fetch(`${gateway.url}/readyz`)).json(), { status: "ready" })
+  })
+
+  it("retrieves one model, and answers an unknown one with 404 model_not_found", async () => {
+    const found = await fetch(`${gateway.url}/v1/models/sim-openai`, { headers: { authorization: `Bearer ${key}` } })
+    assert.deepStrictEqual(await found.json(), {
+      id: "sim-openai",
+      object: "model",
+      created: 1_767_225_600,
+      owned_by: "simulator"
+    })
+    const missing = await fetch(`${gateway.url}/v1/models/nope`, { headers: { authorization: `Bearer ${key}` } })
+    assert.strictEqual(missing.status, 404)
+    assert.strictEqual(((await missing.json()) as { error: { code: string } }).error.code, "model_not_found")
+  })
+
+  it("lists the catalog in Google's shape on /v1beta/models with ?key=", async () => {
+    const response = await fetch(`${gateway.url}/v1beta/models?key=${key}`)
+    const body = (await response.json()) as { models: Array<{ name: string }> }
+    assert.includeMembers(
+      body.models.map((m) => m.name),
+      ["models/sim-openai", "models/sim-anthropic", "models/sim-gemini"]
+    )
+  })
+})
