@@ -13,11 +13,15 @@ import * as PgKeys from "./adapters/store/PgKeys.ts"
 import * as PgReplay from "./adapters/store/PgReplay.ts"
 import { UpstreamClient } from "./adapters/upstream/UpstreamClient.ts"
 import { ChatGateway } from "./app/ChatGateway.ts"
+import { ImageGateway } from "./app/ImageGateway.ts"
 import { defaultLedgerOptions, Ledger, type LedgerOptions } from "./app/Ledger.ts"
 import { OperatorConfig, type OperatorConfigError } from "./app/OperatorConfig.ts"
 import type { SimulatorStartError } from "./adapters/simulator/Simulator.ts"
 import * as AdminApi from "./http/admin/AdminApi.ts"
 import * as ChatApi from "./http/ChatApi.ts"
+import * as ImagesApi from "./http/ImagesApi.ts"
+import { ImageFetcherService } from "./plugins/chat-image/ImageInputs.ts"
+import { GuardedFetcher, type GuardedFetcherOptions } from "./adapters/fetch/GuardedFetcher.ts"
 import * as DefaultCatalog from "./plugins/DefaultCatalog.ts"
 import * as PluginRegistry from "./plugins/PluginRegistry.ts"
 import * as PublicApi from "./http/PublicApi.ts"
@@ -30,6 +34,8 @@ export interface AppOptions {
   readonly ledger?: Partial<LedgerOptions>
   /** The operator config file; undefined → the built-in simulator catalog. */
   readonly configPath?: string | undefined
+  /** The guarded fetcher of user image links; `allowHosts` opens internal hosts (tests, internal deployments). */
+  readonly imageFetch?: GuardedFetcherOptions | undefined
 }
 
 const operatorConfigLayer = (
@@ -57,7 +63,10 @@ export const servicesLayer = (options: AppOptions) => {
   )
   const registry = PluginRegistry.layerFrom((id) =>
     options.configPath === undefined ? DefaultCatalog.SIMULATOR_OWNER : `tollgate:${id.split("-")[0]}`
-  ).pipe(Layer.provideMerge(UpstreamClient.layer))
+  ).pipe(
+    Layer.provideMerge(UpstreamClient.layer),
+    Layer.provide(ImageFetcherService.layer.pipe(Layer.provide(GuardedFetcher.layer(options.imageFetch ?? {}))))
+  )
   const core = Layer.mergeAll(
     ledger,
     PgAccounts.layer,
@@ -68,10 +77,10 @@ export const servicesLayer = (options: AppOptions) => {
     Layer.succeed(HttpSettings, HttpSettings.of({ maxBodyBytes: options.maxBodyBytes })),
     Layer.succeed(AdminApi.AdminToken, options.adminToken)
   ).pipe(Layer.provideMerge(Layer.merge(store, config)))
-  return ChatGateway.layer.pipe(Layer.provideMerge(core))
+  return Layer.merge(ChatGateway.layer, ImageGateway.layer).pipe(Layer.provideMerge(core))
 }
 
-export const routesLayer = Layer.mergeAll(AdminApi.layer, ChatApi.layer, PublicApi.layer)
+export const routesLayer = Layer.mergeAll(AdminApi.layer, ChatApi.layer, ImagesApi.layer, PublicApi.layer)
 
 /** The HTTP server on `host:port` (port 0 = ephemeral) serving every route over `services`. */
 export const serverLayer = <E, R>(

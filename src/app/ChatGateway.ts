@@ -4,7 +4,7 @@
  * end, however they end: completed, cut by the upstream, or abandoned by the client (then the upstream call is
  * aborted and the account pays for what was delivered, counted with the tokenizer when no usage arrived).
  */
-import { Clock, Context, Effect, Exit, Layer, Result, Stream } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Option, Result, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import {
   countAnthropicMessages,
@@ -13,7 +13,7 @@ import {
   countText
 } from "../adapters/tokenizer/Tokenizer.ts"
 import type { ChatPlugin, ChatReply, ClientDialect, PluginModel, SseFrame } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry } from "../plugins/PluginRegistry.ts"
+import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
 import {
   anthropicRequestToIR,
   anthropicResponseToIR,
@@ -173,10 +173,14 @@ export class ChatGateway extends Context.Service<
         if (modelId === undefined) {
           return yield* new InvalidChatRequest({ param: "model", message: "model is required" })
         }
-        const entry = registry.lookup(modelId)
+        const entry = registry.resolve(modelId)
         if (entry === undefined) return yield* new ModelNotFound({ model: modelId })
         if (input.key.models !== null && !input.key.models.includes(modelId)) {
           return yield* new ModelNotAllowed({ model: modelId })
+        }
+        // A model served on another endpoint is refused before any hold: it costs nothing and says where to go.
+        if (entry.kind !== "chat") {
+          return yield* new InvalidChatRequest({ param: "model", message: wrongEndpointMessage(modelId, entry.kind) })
         }
         const { plugin, model } = entry
         const converted = toIR(input, modelId)
@@ -187,7 +191,8 @@ export class ChatGateway extends Context.Service<
           })
         }
         const request = converted.success
-        const inputTokens = countInput(input)
+        // A flat-priced plugin says how to count (or not count) its input: tokenizing a multi-MB image is wasted work.
+        const inputTokens = plugin.countInput?.({ dialect: input.dialect, body: input.body }) ?? countInput(input)
         const estimate = plugin.pricing.estimate({ request, inputTokens }, model)
         const { holdId } = yield* ledger.placeHold({
           accountId: input.key.accountId,
@@ -209,11 +214,18 @@ export class ChatGateway extends Context.Service<
           })
           .pipe(
             Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
-            Effect.onExit((exit) =>
-              Exit.isSuccess(exit)
-                ? Effect.void
-                : ledger.release(input.key.accountId, holdId, "failed").pipe(Effect.ignore)
-            ),
+            Effect.onExit((exit) => {
+              if (Exit.isSuccess(exit)) return Effect.void
+              // A refusal of the request itself (4xx, not a rate limit) is "rejected"; the rest "failed" or "cancelled".
+              const failure = Exit.findErrorOption(exit)
+              const status = Option.isSome(failure) ? failure.value.status : 0
+              const reason = Exit.hasInterrupts(exit)
+                ? "cancelled"
+                : status >= 400 && status < 500 && status !== 429
+                  ? "rejected"
+                  : "failed"
+              return ledger.release(input.key.accountId, holdId, reason).pipe(Effect.ignore)
+            }),
             Effect.mapError(
               (failure) =>
                 new UpstreamFailed({
@@ -257,7 +269,7 @@ export class ChatGateway extends Context.Service<
           clientModel: modelId,
           includeUsage
         })
-        const passthrough = reply.dialect === input.dialect && input.dialect !== "gemini"
+        const passthrough = reply.dialect === input.dialect
         const framesOf = (frame: SseFrame): ReadonlyArray<string> => {
           const data = frame.data === "[DONE]" ? "[DONE]" : parseJson(frame.data)
           const converted = transducer.push({ ...(frame.event === undefined ? {} : { event: frame.event }), data })

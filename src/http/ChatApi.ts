@@ -47,7 +47,7 @@ const countTokens = Effect.gen(function* () {
   yield* authenticate("anthropic")
   const body = yield* objectBody("anthropic")
   if (typeof body.model !== "string") return yield* badRequest("model: is required", "model")
-  if ((yield* PluginRegistry).lookup(body.model) === undefined) return yield* new ModelNotFound({ model: body.model })
+  if ((yield* PluginRegistry).resolve(body.model) === undefined) return yield* new ModelNotFound({ model: body.model })
   if (!Array.isArray(body.messages)) return yield* badRequest("messages: expected an array", "messages")
   return json({
     input_tokens: countAnthropicMessages({

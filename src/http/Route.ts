@@ -133,7 +133,8 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect) =>
         )
       })
     )
-    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+    // `request-id` is the header the Anthropic SDK reads; `x-request-id` is everybody else's.
+    return HttpServerResponse.setHeaders(response, { "x-request-id": requestId, "request-id": requestId })
   })
 
 export const route = <E, R>(

@@ -1,6 +1,7 @@
 /**
  * The catalog served when no operator config is given: an in-process upstream simulator on a loopback port and one
- * text model per upstream protocol, so `npm start` runs the same adapters, converters and billing as production.
+ * text model per upstream protocol, plus the two chat-style image models and the dedicated image model, so
+ * `npm start` runs the same adapters, converters and billing as production.
  */
 import { Effect, Layer, Redacted } from "effect"
 import { Simulator } from "../adapters/simulator/Simulator.ts"
@@ -35,9 +36,34 @@ export const simulatorConfig = (baseUrl: string, apiKey: string): OperatorConfig
     pricing,
     maxOutputTokens: 4096
   })
+  // Chat-style image models: one flat price per call on the Gemini upstream (the simulator draws real PNGs).
+  const chatImage = (id: string, perCall: bigint) => ({
+    id,
+    plugin: "chat-image",
+    upstreams: [upstreams.get("sim-gemini") as UpstreamConfig],
+    upstreamModel: id,
+    pricing: makeModelPricing({ perCall }),
+    maxOutputTokens: 8192
+  })
+  // The dedicated image model: USD 40 per 1M output image tokens and 5 per 1M input tokens, on the OpenAI upstream.
+  const dedicatedImage = {
+    id: "imggen-2",
+    plugin: "dedicated-image",
+    upstreams: [upstreams.get("sim-openai") as UpstreamConfig],
+    upstreamModel: "imggen-2",
+    pricing: makeModelPricing({ input: 5_000_000n, output: 40_000_000n }),
+    maxOutputTokens: 4096
+  }
   return {
     upstreams,
-    models: [model("sim-openai"), model("sim-anthropic"), model("sim-gemini")],
+    models: [
+      model("sim-openai"),
+      model("sim-anthropic"),
+      model("sim-gemini"),
+      chatImage("imgchat-2.5-flash-image", 39_000n),
+      chatImage("imgchat-3-pro-image-preview", 134_000n),
+      dedicatedImage
+    ],
     plugins: [],
     ledger: { holdTtlSeconds: OperatorConfigDefaults.holdTtlSeconds },
     video: {

@@ -6,10 +6,13 @@
  * Chat-shaped families answer in any of the three wire dialects (`openai`, `anthropic`, `gemini`): a whole body, or
  * a stream of SSE events. The gateway converts to whatever dialect the client called, passes a matching dialect
  * through untouched, and does the accounting — so a plugin author writes one upstream call, not three encoders.
+ *
+ * Image families of the OpenAI images API (`kind: "images"`) answer `generate`/`edit` with base64 images and token
+ * usage; the images gateway holds, invokes and settles them the same way.
  */
 import type { Effect } from "effect"
 import type { UpstreamConfig } from "../app/OperatorConfig.ts"
-import type { ModelPricing, PriceKey } from "../app/config/ModelPricing.ts"
+import { isPriceKey, type ModelPricing, type PriceKey, PriceKeys } from "../app/config/ModelPricing.ts"
 import type { Micros } from "../domain/Money.ts"
 import type { ChatRequest, Usage } from "./text/convert/ChatIR.ts"
 import type { Dialect } from "./text/convert/StreamTransducer.ts"
@@ -55,6 +58,8 @@ export interface PluginFailure {
   readonly _tag: "PluginFailure"
   readonly status: number
   readonly message: string
+  /** A machine-readable reason the client may see (`moderation_blocked`, `unsupported_mime_type`, …). */
+  readonly code?: string
   readonly retryAfterSeconds?: number
   /** The vendor's error body, for logs only: never sent to the client, never carrying a key. */
   readonly detail?: string
@@ -76,30 +81,126 @@ export interface ChatPlugin {
   readonly pricingKeys: { readonly allowed: ReadonlyArray<PriceKey>; readonly required: ReadonlyArray<PriceKey> }
   readonly pricing: PricingRule<{ readonly request: ChatRequest; readonly inputTokens: number }, Usage>
   readonly invoke: (call: ChatCall) => Effect.Effect<ChatReply, PluginFailure>
+  /**
+   * Input tokens for the hold, counted from the client's body. Optional: without it the gateway runs its tokenizer.
+   * A family whose price does not depend on input (flat per call) answers 0 instead of tokenizing megabytes of base64.
+   */
+  readonly countInput?: (client: ChatCall["client"]) => number
 }
 
-export type ModelPlugin = ChatPlugin
+// ---------------------------------------------------------------------------------------------------------------------
+// Images: the OpenAI images endpoints (`/v1/images/generations`, `/v1/images/edits`)
+
+/** One input image of an edit: bytes the gateway already holds, or a link still to be fetched (guarded). */
+export type ImageInput =
+  | {
+      readonly _tag: "Bytes"
+      readonly data: Uint8Array
+      readonly mimeType: string
+      readonly filename?: string | undefined
+    }
+  | { readonly _tag: "Url"; readonly url: string }
+
+/** An images request as the client sent it, validated; enums stay open strings (vendors add values). */
+export interface ImageRequest {
+  readonly prompt: string
+  readonly n: number
+  readonly size?: string | undefined
+  readonly quality?: string | undefined
+  readonly background?: string | undefined
+  readonly outputFormat?: string | undefined
+  readonly outputCompression?: number | undefined
+  readonly moderation?: string | undefined
+  readonly inputFidelity?: string | undefined
+  readonly user?: string | undefined
+  /** Edits only: the images to edit (at least one) and an optional mask. */
+  readonly images: ReadonlyArray<ImageInput>
+  readonly mask?: ImageInput | undefined
+}
+
+export type ImageOperation = "generate" | "edit"
+
+export interface ImagesCall {
+  readonly model: PluginModel
+  readonly operation: ImageOperation
+  readonly request: ImageRequest
+  readonly requestId: string
+  /** Aborted when the client goes away or the gateway gives up: stop the upstream call. */
+  readonly signal: AbortSignal
+}
+
+/** Token usage of an images call, as the upstream reported it (or estimated from the tables when it did not). */
+export interface ImageUsage {
+  readonly inputTokens: number
+  readonly inputTextTokens: number
+  readonly inputImageTokens: number
+  readonly outputTokens: number
+  readonly estimated: boolean
+}
+
+/** The reply: images only as base64, never links; `fields` are the upstream's echoes (size, quality, …). */
+export interface ImagesReply {
+  readonly created: number
+  readonly images: ReadonlyArray<{ readonly b64Json: string; readonly revisedPrompt?: string | undefined }>
+  readonly usage: ImageUsage
+  readonly fields: Readonly<Record<string, unknown>>
+}
+
+export interface ImagesPricingInput {
+  readonly operation: ImageOperation
+  readonly request: ImageRequest
+  /** The tokenizer's count of the prompt. */
+  readonly promptTokens: number
+}
+
+export interface ImagesPlugin {
+  readonly specification: typeof PLUGIN_SPECIFICATION
+  readonly id: string
+  readonly family: string
+  readonly kind: "images"
+  readonly pricingKeys: { readonly allowed: ReadonlyArray<PriceKey>; readonly required: ReadonlyArray<PriceKey> }
+  readonly pricing: PricingRule<ImagesPricingInput, ImageUsage>
+  readonly generate: (call: ImagesCall) => Effect.Effect<ImagesReply, PluginFailure>
+  readonly edit: (call: ImagesCall) => Effect.Effect<ImagesReply, PluginFailure>
+}
+
+export type ModelPlugin = ChatPlugin | ImagesPlugin
 
 /** Checks a value loaded from a third-party module before the registry accepts it. */
 export const pluginShapeProblems = (value: unknown): ReadonlyArray<string> => {
   const problems: Array<string> = []
-  const plugin = value as Partial<ChatPlugin> | null
+  const plugin = value as (Partial<ChatPlugin> & Partial<Omit<ImagesPlugin, "kind">>) | null
   if (typeof plugin !== "object" || plugin === null) return ["the module's default export is not an object"]
   if (plugin.specification !== PLUGIN_SPECIFICATION) {
     problems.push(`specification: expected "${PLUGIN_SPECIFICATION}"`)
   }
   if (typeof plugin.id !== "string" || plugin.id.length === 0) problems.push("id: expected a non-empty string")
   if (typeof plugin.family !== "string") problems.push("family: expected a string")
-  if (plugin.kind !== "chat") problems.push('kind: expected "chat"')
+  const kind: unknown = plugin.kind
+  if (kind !== "chat" && kind !== "images") problems.push('kind: expected "chat" or "images"')
   if (typeof plugin.pricing?.estimate !== "function") problems.push("pricing.estimate: expected a function")
   if (typeof plugin.pricing?.price !== "function") problems.push("pricing.price: expected a function")
-  if (typeof plugin.invoke !== "function") problems.push("invoke: expected a function")
-  if (!Array.isArray(plugin.pricingKeys?.allowed)) problems.push("pricingKeys.allowed: expected an array")
+  if (kind === "images") {
+    if (typeof plugin.generate !== "function") problems.push("generate: expected a function")
+    if (typeof plugin.edit !== "function") problems.push("edit: expected a function")
+  } else if (typeof plugin.invoke !== "function") problems.push("invoke: expected a function")
+  for (const list of ["allowed", "required"] as const) {
+    const keys: unknown = plugin.pricingKeys?.[list]
+    if (!Array.isArray(keys)) problems.push(`pricingKeys.${list}: expected an array`)
+    else {
+      const unknown = keys.filter((key) => !isPriceKey(String(key)))
+      if (unknown.length > 0) {
+        problems.push(
+          `pricingKeys.${list}: unknown price key ${unknown.map(String).join(", ")} (known: ${PriceKeys.join(", ")})`
+        )
+      }
+    }
+  }
   return problems
 }
 
 export const pluginFailure = (
   status: number,
   message: string,
-  extra: { readonly retryAfterSeconds?: number; readonly detail?: string } = {}
+  extra: { readonly retryAfterSeconds?: number; readonly detail?: string; readonly code?: string } = {}
 ): PluginFailure => ({ _tag: "PluginFailure", status, message, ...extra })

@@ -8,13 +8,39 @@ import { UpstreamClient } from "../adapters/upstream/UpstreamClient.ts"
 import type { CatalogModel } from "../app/ModelCatalog.ts"
 import { ModelCatalog } from "../app/ModelCatalog.ts"
 import { OperatorConfig, type OperatorConfigData, OperatorConfigError } from "../app/OperatorConfig.ts"
-import { type ModelPlugin, type PluginModel, pluginShapeProblems } from "./ModelPlugin.ts"
+import { makeChatImagePlugin } from "./chat-image/ChatImagePlugin.ts"
+import { type ImageFetcher, ImageFetcherService } from "./chat-image/ImageInputs.ts"
+import { makeDedicatedImagePlugin } from "./dedicated-image/DedicatedImagePlugin.ts"
+import {
+  type ChatPlugin,
+  type ImagesPlugin,
+  type ModelPlugin,
+  type PluginModel,
+  pluginShapeProblems
+} from "./ModelPlugin.ts"
 import { makeTextPlugin } from "./text/TextPlugin.ts"
 
+/** A model served on the chat endpoints. */
 export interface RegisteredModel {
-  readonly plugin: ModelPlugin
+  readonly plugin: ChatPlugin
   readonly model: PluginModel
 }
+
+/** Any model with its plugin; `kind` says which endpoints serve it. */
+export type ResolvedModel =
+  | { readonly kind: "chat"; readonly plugin: ChatPlugin; readonly model: PluginModel }
+  | { readonly kind: "images"; readonly plugin: ImagesPlugin; readonly model: PluginModel }
+
+/** Where a model of each plugin kind is called; the other endpoints answer 400 with this address. */
+export const ENDPOINT_OF_KIND = {
+  chat: "/v1/chat/completions",
+  images: "/v1/images/generations"
+} as const
+
+export const wrongEndpointMessage = (modelId: string, kind: ResolvedModel["kind"]): string =>
+  kind === "images"
+    ? `'${modelId}' is a dedicated image model: call POST /v1/images/generations (or /v1/images/edits), not the chat endpoints`
+    : `'${modelId}' is a chat-style image model: call POST /v1/chat/completions (or the native :generateContent path), not the images API`
 
 /** The output cap used for holds when neither the request nor the model config names one. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096
@@ -22,34 +48,41 @@ export const DEFAULT_MAX_OUTPUT_TOKENS = 4096
 export class PluginRegistry extends Context.Service<
   PluginRegistry,
   {
+    /** A model for the chat endpoints; undefined for a model of another kind. */
     readonly lookup: (modelId: string) => RegisteredModel | undefined
+    /** Any model, with the kind of its plugin. */
+    readonly resolve: (modelId: string) => ResolvedModel | undefined
     readonly plugins: ReadonlyMap<string, ModelPlugin>
   }
 >()("tollgate/plugins/PluginRegistry") {}
 
 /** Imports the operator's plugin modules; each exports a plugin as its default export (or as `plugin`). */
+type Loaded =
+  | { readonly _tag: "Loaded"; readonly plugin: ModelPlugin }
+  | { readonly _tag: "Broken"; readonly issues: ReadonlyArray<string> }
+
 export const loadPlugins = (specifiers: ReadonlyArray<string>) =>
-  Effect.forEach(specifiers, (specifier) =>
-    Effect.gen(function* () {
-      const module = yield* Effect.tryPromise({
+  Effect.gen(function* () {
+    // Every module is tried, so an operator sees every broken one at once.
+    const loaded = yield* Effect.forEach(specifiers, (specifier) =>
+      Effect.tryPromise({
         try: () => import(specifier) as Promise<Record<string, unknown>>,
-        catch: (error) =>
-          new OperatorConfigError({
-            source: specifier,
-            issues: [`plugins: cannot load ${specifier}: ${error instanceof Error ? error.message : String(error)}`]
-          })
-      })
-      const candidate = module.default ?? module.plugin
-      const problems = pluginShapeProblems(candidate)
-      if (problems.length > 0) {
-        return yield* new OperatorConfigError({
-          source: specifier,
-          issues: problems.map((p) => `plugins: ${specifier}: ${p}`)
-        })
-      }
-      return candidate as ModelPlugin
-    })
-  )
+        catch: (error) => `plugins: cannot load ${specifier}: ${error instanceof Error ? error.message : String(error)}`
+      }).pipe(
+        Effect.map((module): Loaded => {
+          const candidate = module.default ?? module.plugin
+          const problems = pluginShapeProblems(candidate)
+          return problems.length > 0
+            ? { _tag: "Broken", issues: problems.map((p) => `plugins: ${specifier}: ${p}`) }
+            : { _tag: "Loaded", plugin: candidate as ModelPlugin }
+        }),
+        Effect.catch((issue: string) => Effect.succeed<Loaded>({ _tag: "Broken", issues: [issue] }))
+      )
+    )
+    const issues = loaded.flatMap((result) => (result._tag === "Broken" ? result.issues : []))
+    if (issues.length > 0) return yield* new OperatorConfigError({ source: "plugins", issues })
+    return loaded.flatMap((result) => (result._tag === "Loaded" ? [result.plugin] : []))
+  })
 
 export const buildRegistry = (
   config: OperatorConfigData,
@@ -59,13 +92,19 @@ export const buildRegistry = (
 ) =>
   Effect.gen(function* () {
     const byId = new Map<string, ModelPlugin>()
-    for (const plugin of plugins) byId.set(plugin.id, plugin)
+    const taken: Array<string> = []
+    for (const plugin of plugins) {
+      // A plugin never silently replaces another (ours or a third party's) under the same id.
+      if (byId.has(plugin.id)) taken.push(`plugins: id '${plugin.id}' is already declared by another plugin`)
+      else byId.set(plugin.id, plugin)
+    }
+    if (taken.length > 0) return yield* new OperatorConfigError({ source: "plugins", issues: taken })
     yield* OperatorConfig.validatePlugins(
       config,
       new Map([...byId].map(([id, plugin]) => [id, plugin.pricingKeys] as const)),
       "models"
     )
-    const entries = new Map<string, RegisteredModel>()
+    const entries = new Map<string, ResolvedModel>()
     const catalog: Array<CatalogModel> = []
     const unavailable: Array<string> = []
     config.models.forEach((model, index) => {
@@ -75,21 +114,43 @@ export const buildRegistry = (
         unavailable.push(`models[${index}].plugin: '${model.plugin}' is not available in this build`)
         return
       }
-      entries.set(model.id, {
-        plugin,
-        model: {
-          id: model.id,
-          upstreams: model.upstreams,
-          upstreamModel: model.upstreamModel,
-          pricing: model.pricing,
-          maxOutputTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS
-        }
-      })
+      const registered: PluginModel = {
+        id: model.id,
+        upstreams: model.upstreams,
+        upstreamModel: model.upstreamModel,
+        pricing: model.pricing,
+        maxOutputTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS
+      }
+      entries.set(
+        model.id,
+        plugin.kind === "images"
+          ? { kind: "images", plugin, model: registered }
+          : { kind: "chat", plugin, model: registered }
+      )
       catalog.push({ id: model.id, ownedBy: ownedBy(model.id), created, displayName: model.id })
     })
     if (unavailable.length > 0) return yield* new OperatorConfigError({ source: "models", issues: unavailable })
     return { entries, catalog, plugins: byId }
   })
+
+/** Lookups over the entries: `lookup` sees chat models only; `resolve` any model with its kind. */
+export const makeLookups = (entries: ReadonlyMap<string, ResolvedModel>) => ({
+  lookup: (id: string): RegisteredModel | undefined => {
+    const entry = entries.get(id)
+    return entry?.kind === "chat" ? { plugin: entry.plugin, model: entry.model } : undefined
+  },
+  resolve: (id: string): ResolvedModel | undefined => entries.get(id)
+})
+
+/** The built-in families over one upstream client and the guarded fetcher for user image links. */
+export const builtinPlugins = (
+  client: UpstreamClient["Service"],
+  fetcher: ImageFetcher
+): ReadonlyArray<ModelPlugin> => [
+  makeTextPlugin(client),
+  makeChatImagePlugin(client, fetcher),
+  makeDedicatedImagePlugin(client, fetcher)
+]
 
 /** Registry + catalog from the loaded operator config, with the built-in plugins and the configured ones. */
 export const layerFrom = (ownedBy: (modelId: string) => string) =>
@@ -97,11 +158,17 @@ export const layerFrom = (ownedBy: (modelId: string) => string) =>
     Effect.gen(function* () {
       const config = yield* OperatorConfig
       const client = yield* UpstreamClient
+      const fetcher = yield* ImageFetcherService
       const external = yield* loadPlugins(config.plugins)
-      const built = yield* buildRegistry(config, [makeTextPlugin(client), ...external], ownedBy, 1_767_225_600)
+      const built = yield* buildRegistry(
+        config,
+        [...builtinPlugins(client, fetcher), ...external],
+        ownedBy,
+        1_767_225_600
+      )
       return Context.make(
         PluginRegistry,
-        PluginRegistry.of({ lookup: (id) => built.entries.get(id), plugins: built.plugins })
+        PluginRegistry.of({ ...makeLookups(built.entries), plugins: built.plugins })
       ).pipe(Context.add(ModelCatalog, ModelCatalog.of({ models: built.catalog })))
     })
   )

@@ -35,7 +35,11 @@ export const startTestGateway = async (
   const scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(
     Layer.buildWithScope(serverLayer(services, { port: 0, host: "127.0.0.1" }), scope)
-  )
+  ).catch(async (error: unknown) => {
+    // A failed start still opened resources (an embedded database): close them before reporting the failure.
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw error
+  })
   const server = context.mapUnsafe.get(HttpServer.HttpServer.key) as HttpServer.HttpServer["Service"]
   const address = server.address
   if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")

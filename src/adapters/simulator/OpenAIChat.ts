@@ -180,7 +180,7 @@ export const chatCompletions = (request: SimRequest, context: SimContext, replyT
     plan.toolCall === undefined
       ? undefined
       : {
-          id: `call_${plan.toolCall.key}`,
+          id: context.toolCallIds === "kimi" ? `functions.${plan.toolCall.name}:0` : `call_${plan.toolCall.key}`,
           type: "function" as const,
           function: { name: plan.toolCall.name, arguments: JSON.stringify(plan.toolCall.arguments) }
         }

@@ -25,6 +25,11 @@ export interface SimContext {
   readonly replyTokens: number
   /** When set, only these model names exist; others get the vendor's "model not found". */
   readonly models: ReadonlyArray<string> | undefined
+  /**
+   * How OpenAI-style tool-call ids look: `call_<hex>` like OpenAI, or `functions.<name>:<n>` like Kimi and other
+   * OpenAI-compatible vendors, an id Anthropic's pattern rejects. Default `openai`.
+   */
+  readonly toolCallIds?: "openai" | "kimi" | undefined
   readonly nextId: () => string
 }
 

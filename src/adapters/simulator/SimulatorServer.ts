@@ -8,6 +8,14 @@ import type { AddressInfo } from "node:net"
 import { createMessage, countTokens, listAnthropicModels } from "./AnthropicMessages.ts"
 import { FAULT_HEADER, type FaultKnobs, resolveFaults } from "./Faults.ts"
 import { GEMINI_ROUTE, geminiGenerate } from "./GeminiGenerate.ts"
+import { geminiImage, isGeminiImageModel } from "./images/GeminiImage.ts"
+import {
+  IMAGES_EDITS_PATH,
+  IMAGES_GENERATIONS_PATH,
+  imagesEdits,
+  imagesGenerations,
+  type RawSimRequest
+} from "./images/OpenAIImages.ts"
 import { anthropicError, forcedError, geminiError, openAIError } from "./ErrorEnvelopes.ts"
 import { chatCompletions, listOpenAIModels } from "./OpenAIChat.ts"
 import { DEFAULT_REPLY_TOKENS } from "./Reply.ts"
@@ -36,6 +44,8 @@ export interface SimulatorOptions {
   /** Target length of text replies in tokens (default 24). */
   readonly replyTokens?: number | undefined
   readonly thinkingSecret?: string | undefined
+  /** The shape of OpenAI tool-call ids (see `SimContext.toolCallIds`). */
+  readonly toolCallIds?: "openai" | "kimi" | undefined
   /** The `created` timestamp in OpenAI replies; fixed so replies are byte-for-byte reproducible. */
   readonly createdSeconds?: number | undefined
 }
@@ -45,6 +55,11 @@ export interface RecordedCall {
   readonly path: string
   readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
   readonly body: unknown
+  /**
+   * True once the caller closed the connection before the reply was complete (a client that gave up, or a gateway
+   * that aborted its upstream call); a stream the simulator cut on purpose does not count.
+   */
+  readonly abandoned: boolean
 }
 
 export interface RunningSimulator {
@@ -78,9 +93,15 @@ interface Route {
   readonly handle: (request: SimRequest, context: SimContext, replyTokens: number) => SimReply
 }
 
-const route = (request: SimRequest): Route | undefined => {
+const route = (request: RawSimRequest): Route | undefined => {
   const { method, path } = request
   if (method === "POST" && path === "/v1/chat/completions") return { dialect: "openai", handle: chatCompletions }
+  if (method === "POST" && path === IMAGES_GENERATIONS_PATH) {
+    return { dialect: "openai", handle: (_, ctx) => imagesGenerations(request, ctx) }
+  }
+  if (method === "POST" && path === IMAGES_EDITS_PATH) {
+    return { dialect: "openai", handle: (_, ctx) => imagesEdits(request, ctx) }
+  }
   if (method === "POST" && path === "/v1/messages") return { dialect: "anthropic", handle: createMessage }
   if (method === "POST" && path === "/v1/messages/count_tokens") {
     return { dialect: "anthropic", handle: (req, ctx) => countTokens(req, ctx) }
@@ -95,6 +116,9 @@ const route = (request: SimRequest): Route | undefined => {
   if (gemini !== null) {
     const model = decodeURIComponent(gemini[1]!)
     const geminiMethod = gemini[2]!
+    if (isGeminiImageModel(model) && (geminiMethod === "generateContent" || geminiMethod === "streamGenerateContent")) {
+      return { dialect: "gemini", handle: (req, ctx) => geminiImage(req, ctx, model, geminiMethod) }
+    }
     return { dialect: "gemini", handle: (req, ctx, tokens) => geminiGenerate(req, ctx, model, geminiMethod, tokens) }
   }
   return undefined
@@ -124,6 +148,7 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
     thinkingSecret: options.thinkingSecret ?? DEFAULT_THINKING_SECRET,
     createdSeconds: options.createdSeconds ?? 1_760_000_000,
     replyTokens: options.replyTokens ?? DEFAULT_REPLY_TOKENS,
+    toolCallIds: options.toolCallIds,
     models: options.models,
     nextId: () => {
       counter += 1
@@ -142,6 +167,12 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
       if (!closed) run()
     }, ms)
     timers.add(timer)
+  }
+
+  const cutOnPurpose = new WeakSet<ServerResponse>()
+  const cut = (res: ServerResponse): void => {
+    cutOnPurpose.add(res)
+    res.destroy()
   }
 
   const takeInstanceFaults = (): FaultKnobs => {
@@ -166,7 +197,7 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
     })
     if (faults.cutAfter !== undefined) {
       res.write(text.slice(0, Math.floor(text.length / 2)))
-      later(5, () => res.destroy())
+      later(5, () => cut(res))
       return
     }
     res.end(text)
@@ -188,7 +219,7 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
         if (closed || res.destroyed) return
         if (faults.cutAfter !== undefined && i >= faults.cutAfter) {
           // Give the written frames a moment to leave, then drop the connection without the closing events.
-          later(5, () => res.destroy())
+          later(5, () => cut(res))
           return
         }
         if (faults.errorAfter !== undefined && i >= faults.errorAfter) {
@@ -216,12 +247,22 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
     step(0)
   }
 
-  const respond = (res: ServerResponse, request: SimRequest): void => {
+  const respond = (res: ServerResponse, request: RawSimRequest): void => {
     if (request.method === "GET" && request.path === "/health") {
       writeJson(res, { status: 200, headers: {}, body: { ok: true } }, {})
       return
     }
-    recorded.push({ method: request.method, path: request.path, headers: request.headers, body: request.body })
+    const call = {
+      method: request.method,
+      path: request.path,
+      headers: request.headers,
+      body: request.body,
+      abandoned: false
+    }
+    res.once("close", () => {
+      if (!res.writableEnded && !cutOnPurpose.has(res)) call.abandoned = true
+    })
+    recorded.push(call)
     if (recorded.length > MAX_RECORDED) recorded = recorded.slice(-MAX_RECORDED)
     const faults = resolveFaults(
       takeInstanceFaults(),
@@ -270,7 +311,10 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
     })
     req.on("end", () => {
       const url = new URL(req.url ?? "/", "http://simulator.invalid")
-      const raw = Buffer.concat(chunks).toString("utf8")
+      const bytes = Buffer.concat(chunks)
+      // Multipart bodies (image edits) are parsed from the bytes by their handler, not as JSON.
+      const multipart = (req.headers["content-type"] ?? "").toLowerCase().startsWith("multipart/")
+      const raw = multipart ? "" : bytes.toString("utf8")
       let body: unknown
       let bodyInvalid = false
       if (raw.length > 0) {
@@ -281,7 +325,8 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
           bodyInvalid = true
         }
       }
-      const request: SimRequest = {
+      const request: RawSimRequest = {
+        raw: bytes,
         method: req.method ?? "GET",
         path: url.pathname,
         query: url.searchParams,

@@ -56,6 +56,13 @@ export const failureFromUpstream = (error: UpstreamError): PluginFailure => {
           detail: reason.body
         })
       }
+      // Overload is worth saying as such: Anthropic clients see `overloaded_error`, OpenAI ones `service_unavailable_error`.
+      if (reason.status === 503 || reason.status === 529) {
+        return pluginFailure(503, `the upstream is overloaded: ${message ?? "retry later"}`, {
+          ...(reason.retryAfter === undefined ? {} : { retryAfterSeconds: reason.retryAfter }),
+          detail: reason.body
+        })
+      }
       if (reason.status >= 400 && reason.status < 500) {
         return pluginFailure(400, `the upstream rejected the request: ${message ?? `HTTP ${reason.status}`}`, {
           detail: reason.body
@@ -84,6 +91,28 @@ const tryNext = (error: UpstreamError): boolean => {
   return reason._tag === "ConnectFailed" || reason._tag === "Timeout" || reason._tag === "ConnectionLost"
 }
 
+/**
+ * Anthropic rejects a tool-result turn with thinking on unless the assistant turn it answers starts with a signed
+ * thinking block. A client of another dialect cannot send that signature back (its reasoning is stripped on the way
+ * in), so thinking is turned off for such a turn instead of failing the whole tool loop (lossy: no thinking there).
+ */
+const withReplayableThinking = (body: Record<string, unknown>): Record<string, unknown> => {
+  const thinking = asRecord(body.thinking)
+  if (thinking.type !== "enabled" && thinking.type !== "adaptive") return body
+  const messages = Array.isArray(body.messages) ? body.messages.map(asRecord) : []
+  const last = messages.at(-1)
+  const assistant = messages.at(-2)
+  const answersTools =
+    last?.role === "user" &&
+    Array.isArray(last.content) &&
+    last.content.some((block) => asRecord(block).type === "tool_result")
+  if (!answersTools || assistant?.role !== "assistant") return body
+  const first = Array.isArray(assistant.content) ? asRecord(assistant.content[0]).type : "text"
+  if (first === "thinking" || first === "redacted_thinking") return body
+  const { thinking: _dropped, ...rest } = body
+  return rest
+}
+
 interface UpstreamCall {
   readonly path: string
   readonly body: Record<string, unknown>
@@ -92,40 +121,52 @@ interface UpstreamCall {
 const buildCall = (call: ChatCall, protocol: TextProtocol): Converted<UpstreamCall> => {
   const { model, request, client } = call
   const stream = request.stream
+  const cap = outputCap(request, model)
   switch (protocol) {
     case "openai": {
+      // The hold covers the output cap, so the upstream must never be free to write more than it.
+      const capped = (body: Record<string, unknown>) =>
+        body.max_tokens === undefined && body.max_completion_tokens === undefined
+          ? { ...body, max_completion_tokens: cap }
+          : body
       if (client.dialect === "openai") {
         const streamOptions = client.body.stream_options as Record<string, unknown> | undefined
         return Result.succeed({
           path: OpenAiPaths.chatCompletions,
-          body: {
+          body: capped({
             ...client.body,
             model: model.upstreamModel,
             ...(stream ? { stream_options: { ...streamOptions, include_usage: true } } : {})
-          }
+          })
         })
       }
       return Result.map(irToOpenAIRequest(request), (body) => ({
         path: OpenAiPaths.chatCompletions,
-        body: { ...body, model: model.upstreamModel }
+        body: capped({ ...body, model: model.upstreamModel })
       }))
     }
     case "anthropic": {
       if (client.dialect === "anthropic") {
         return Result.succeed({ path: AnthropicPaths.messages, body: { ...client.body, model: model.upstreamModel } })
       }
-      return Result.map(irToAnthropicRequest(request, { defaultMaxTokens: outputCap(request, model) }), (body) => ({
+      return Result.map(irToAnthropicRequest(request, { defaultMaxTokens: cap }), (body) => ({
         path: AnthropicPaths.messages,
-        body: { ...body, model: model.upstreamModel }
+        body: withReplayableThinking({ ...body, model: model.upstreamModel })
       }))
     }
     case "gemini":
-      return Result.map(irToGeminiRequest(request), (body) => ({
-        path: stream
-          ? GeminiPaths.streamGenerateContent(model.upstreamModel)
-          : GeminiPaths.generateContent(model.upstreamModel),
-        body
-      }))
+      return Result.map(irToGeminiRequest(request), (body) => {
+        const config = (body.generationConfig ?? {}) as Record<string, unknown>
+        return {
+          path: stream
+            ? GeminiPaths.streamGenerateContent(model.upstreamModel)
+            : GeminiPaths.generateContent(model.upstreamModel),
+          body:
+            config.maxOutputTokens === undefined
+              ? { ...body, generationConfig: { ...config, maxOutputTokens: cap } }
+              : body
+        }
+      })
   }
 }
 

@@ -10,8 +10,9 @@ import type { ChatRequest, Usage } from "./convert/ChatIR.ts"
 
 const price = (model: PluginModel, key: "input" | "output"): Micros => model.pricing[key] ?? 0n
 
+/** The output the hold covers: what the request asks for, or the model's configured cap when it names none. */
 export const outputCap = (request: ChatRequest, model: PluginModel): number =>
-  Math.min(request.maxTokens ?? model.maxOutputTokens, model.maxOutputTokens)
+  request.maxTokens ?? model.maxOutputTokens
 
 export const textPricing: PricingRule<{ readonly request: ChatRequest; readonly inputTokens: number }, Usage> = {
   estimate: ({ request, inputTokens }, model) =>

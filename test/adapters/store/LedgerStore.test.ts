@@ -100,7 +100,7 @@ const eventCount = Effect.gen(function* () {
   return rows[0].n
 })
 
-const maxPosition = Effect.gen(function* () {
+const _maxPosition = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ p: bigint }>`SELECT coalesce(max(global_position), 0) AS p FROM events`
   return BigInt(rows[0].p)
@@ -334,7 +334,6 @@ for (const target of storeTargets) {
         yield* commit(open(a), open(b), deposit(a, usd("10"), "seed"))
         const before = yield* eventCount
         const versionA = yield* streamVersion(a)
-        const highWater = yield* maxPosition
         const holdA = randomUUID()
         // Each deposit fits, but their sum does not fit the projection's bigint column: the events are already inserted
         // when the account upsert fails, so this checks the rollback, not a pre-check.

@@ -4,7 +4,7 @@
  * tokens, each rounded up to the micro-dollar).
  */
 import { assert } from "@effect/vitest"
-import { formatMicros, parseDecimal } from "../../../src/domain/Money.ts"
+import { formatMicros, min, parseDecimal } from "../../../src/domain/Money.ts"
 import type { Admin, Customer, LedgerEntry } from "./ChatHarness.ts"
 
 export interface Tokens {
@@ -16,7 +16,9 @@ const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 
 /** The sim price of `tokens`, as the ledger writes it. */
 export const priceOf = (tokens: Tokens): string =>
-  formatMicros(ceilDiv(BigInt(tokens.input) * 150_000n, 1_000_000n) + ceilDiv(BigInt(tokens.output) * 600_000n, 1_000_000n))
+  formatMicros(
+    ceilDiv(BigInt(tokens.input) * 150_000n, 1_000_000n) + ceilDiv(BigInt(tokens.output) * 600_000n, 1_000_000n)
+  )
 
 export type Outcome =
   /** Settled from usage the client saw. */
@@ -93,7 +95,7 @@ export const assertBilled = async (
     if (outcome._tag === "Delivered") assert.isTrue(recorded.estimated, `${label}: marked estimated`)
     const captured = parseDecimal(String(usage?.data.captured)) as bigint
     const costMicros = parseDecimal(cost) as bigint
-    assert.strictEqual(captured, costMicros < held ? costMicros : held, label)
+    assert.strictEqual(captured, min(costMicros, held), label)
     if (captured < held) {
       assert.strictEqual(refund?.amount, formatMicros(held - captured), `${label}: the rest is refunded`)
       assert.strictEqual(refund?.data.reason, "unused", label)

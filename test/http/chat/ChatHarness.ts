@@ -9,6 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
+import type { Wire } from "./Fixtures.ts"
 
 export const SIM_MODELS = ["sim-openai", "sim-anthropic", "sim-gemini"] as const
 export type SimModel = (typeof SIM_MODELS)[number]
@@ -19,6 +20,8 @@ export interface ChatHarness {
   readonly sim: RunningSimulator
   /** Always answers 500: the first upstream of `fallback-500`. */
   readonly broken: RunningSimulator
+  /** An OpenAI-compatible vendor whose tool-call ids (`functions.get_weather:0`) break Anthropic's pattern. */
+  readonly kimi: RunningSimulator
   readonly admin: Admin
   close(): Promise<void>
 }
@@ -34,13 +37,14 @@ const closedPort = (): Promise<number> =>
     })
   })
 
-const configYaml = (sim: string, broken: string, deadPort: number): string => `
+const configYaml = (sim: string, broken: string, kimi: string, deadPort: number): string => `
 upstreams:
   sim-openai: { protocol: openai, baseUrl: "${sim}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   sim-anthropic: { protocol: anthropic, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   sim-gemini: { protocol: gemini, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   dead: { protocol: openai, baseUrl: "http://127.0.0.1:${deadPort}/v1", apiKey: "sk-none", timeoutMs: 5000 }
   broken: { protocol: anthropic, baseUrl: "${broken}", apiKey: "sk-sim-test-key", timeoutMs: 5000 }
+  kimi: { protocol: openai, baseUrl: "${kimi}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
 models:
 ${SIM_MODELS.map(
   (id) =>
@@ -48,24 +52,29 @@ ${SIM_MODELS.map(
 ).join("\n")}
   - { id: fallback-closed, plugin: text, upstreams: [dead, sim-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60" } }
   - { id: fallback-500, plugin: text, upstreams: [broken, sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
+  - { id: sim-kimi, plugin: text, upstreams: [kimi], upstreamModel: kimi-k2, pricing: { input: "0.15", output: "0.60" } }
+  - { id: two-upstreams, plugin: text, upstreams: [sim-anthropic, sim-openai], upstreamModel: sim-x, pricing: { input: "0.15", output: "0.60" } }
 `
 
 export const startChatHarness = async (): Promise<ChatHarness> => {
   const sim = await startSimulator()
   const broken = await startSimulator({ faults: { status: 500 } })
+  const kimi = await startSimulator({ toolCallIds: "kimi" })
   const dir = mkdtempSync(join(tmpdir(), "tollgate-chat-"))
   const configPath = join(dir, "tollgate.yaml")
-  writeFileSync(configPath, configYaml(sim.baseUrl, broken.baseUrl, await closedPort()))
+  writeFileSync(configPath, configYaml(sim.baseUrl, broken.baseUrl, kimi.baseUrl, await closedPort()))
   const gateway = await startTestGateway({ configPath })
   return {
     gateway,
     sim,
     broken,
+    kimi,
     admin: makeAdmin(gateway),
     close: async () => {
       await gateway.close()
       await sim.close()
       await broken.close()
+      await kimi.close()
       rmSync(dir, { recursive: true, force: true })
     }
   }
@@ -89,7 +98,7 @@ export interface Customer {
 }
 
 export interface Admin {
-  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>
+  call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Wire }>
   /** A fresh account holding `deposit` USD and one key (optionally limited to `models`). */
   customer(options?: { readonly deposit?: string; readonly models?: ReadonlyArray<string> }): Promise<Customer>
   ledger(accountId: string): Promise<ReadonlyArray<LedgerEntry>>

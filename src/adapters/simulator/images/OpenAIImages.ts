@@ -1,0 +1,351 @@
+/**
+ * OpenAI's images API as the GPT image models speak it: `POST /v1/images/generations` (JSON) and `POST /v1/images/edits`
+ * (multipart as the SDK sends it, or JSON with data URLs). Images are real PNGs of exactly the answered size, always in
+ * `b64_json`; usage follows the token tables of shared/protocols.md §5.3. Knobs are prompt markers (ImageMarkers.ts).
+ */
+import { MultipartParser } from "effect/http"
+import { countText, IMAGE_TOKENS } from "../../tokenizer/Tokenizer.ts"
+import { openAIError } from "../ErrorEnvelopes.ts"
+import { arrayField, field, isRecord, type JsonRecord, stringField } from "../Json.ts"
+import { checkOpenAIAuth } from "../OpenAIChat.ts"
+import { header, json, type SimContext, type SimReply, type SimRequest } from "../SimResponse.ts"
+import { drawPng, type ImageSize, MAX_EDGE, readImageSize, sniffImageType } from "./ImageFiles.ts"
+import { readMarkers, stripMarkers } from "./ImageMarkers.ts"
+import { gptImageOutputTokens, type ImageQuality, usesGptImage1Table } from "./ImageTokens.ts"
+
+/** A request with its raw body bytes, which multipart needs (the server also parses JSON bodies for other routes). */
+export interface RawSimRequest extends SimRequest {
+  readonly raw: Uint8Array
+}
+
+export const IMAGES_GENERATIONS_PATH = "/v1/images/generations"
+export const IMAGES_EDITS_PATH = "/v1/images/edits"
+
+const DEFAULT_MODEL = "gpt-image-1"
+const MAX_IMAGES = 10
+const MAX_EDIT_INPUTS = 16
+const MAX_PROMPT_CHARS = 32_000
+const TABLE_SIZES = ["1024x1024", "1024x1536", "1536x1024"]
+const EDIT_INPUT_TYPES = ["image/png", "image/jpeg", "image/webp"]
+
+export const MODERATION_MESSAGE = "Your request was rejected as a result of our safety system."
+
+const invalid = (message: string, param: string | null = null, code: string | null = null): SimReply =>
+  json(400, openAIError(400, message, { param, code }))
+
+const invalidValue = (param: string, value: unknown, supported: ReadonlyArray<string>): SimReply =>
+  invalid(
+    `Invalid value: '${String(value)}'. Supported values are: ${supported
+      .map((s, i) => (i === supported.length - 1 ? `and '${s}'` : `'${s}'`))
+      .join(", ")}.`,
+    param,
+    "invalid_value"
+  )
+
+/** Multipart fields arrive as strings (`n=2`); JSON may carry numbers. */
+const numberParam = (value: unknown): number | undefined => {
+  if (typeof value === "number") return value
+  if (typeof value === "string" && value.trim() !== "" && Number.isFinite(Number(value))) return Number(value)
+  return undefined
+}
+
+interface InputImage {
+  readonly bytes: Uint8Array
+  readonly mime: string
+}
+
+interface ImagesRequest {
+  readonly params: JsonRecord
+  readonly images: ReadonlyArray<InputImage>
+  readonly mask: InputImage | undefined
+}
+
+interface Options {
+  readonly model: string
+  readonly prompt: string
+  readonly n: number
+  readonly quality: ImageQuality
+  readonly size: ImageSize | "auto"
+  readonly background: "opaque" | "transparent"
+}
+
+const readOptions = (params: JsonRecord, context: SimContext): Options | SimReply => {
+  const model = stringField(params, "model") ?? DEFAULT_MODEL
+  if (context.models !== undefined && !context.models.includes(model)) {
+    return json(404, openAIError(404, `The model \`${model}\` does not exist or you do not have access to it.`))
+  }
+  const prompt = field(params, "prompt")
+  if (typeof prompt !== "string" || prompt.length === 0) {
+    return invalid("Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter")
+  }
+  if (prompt.length > MAX_PROMPT_CHARS) {
+    return invalid(
+      `Invalid 'prompt': string too long. Expected a string with maximum length ${MAX_PROMPT_CHARS}, but got a string with length ${prompt.length} instead.`,
+      "prompt",
+      "string_above_max_length"
+    )
+  }
+  const nRaw = field(params, "n")
+  const n = nRaw === undefined || nRaw === null ? 1 : numberParam(nRaw)
+  if (n === undefined || !Number.isInteger(n) || n < 1 || n > MAX_IMAGES) {
+    return invalid(
+      `Invalid 'n': expected an integer between 1 and ${MAX_IMAGES}, but got ${String(nRaw)} instead.`,
+      "n",
+      "invalid_value"
+    )
+  }
+  const qualityRaw = field(params, "quality") ?? "auto"
+  if (qualityRaw !== "auto" && qualityRaw !== "low" && qualityRaw !== "medium" && qualityRaw !== "high") {
+    return invalidValue("quality", qualityRaw, ["low", "medium", "high", "auto"])
+  }
+  const backgroundRaw = field(params, "background") ?? "auto"
+  if (backgroundRaw !== "auto" && backgroundRaw !== "opaque" && backgroundRaw !== "transparent") {
+    return invalidValue("background", backgroundRaw, ["transparent", "opaque", "auto"])
+  }
+  const format = field(params, "output_format") ?? "png"
+  if (format === "jpeg" || format === "webp") {
+    // No JPEG or WebP encoder is installed, and a PNG labelled as JPEG would only hide bugs downstream.
+    return invalid(
+      `unsupported output_format '${format}': the simulator encodes png only.`,
+      "output_format",
+      "unsupported_output_format"
+    )
+  }
+  if (format !== "png") return invalidValue("output_format", format, ["png", "jpeg", "webp"])
+  const compressionRaw = field(params, "output_compression")
+  if (compressionRaw !== undefined && compressionRaw !== null) {
+    const compression = numberParam(compressionRaw)
+    if (compression === undefined || !Number.isInteger(compression) || compression < 0 || compression > 100) {
+      return invalid(
+        `Invalid 'output_compression': expected an integer between 0 and 100, but got ${String(compressionRaw)} instead.`,
+        "output_compression",
+        "invalid_value"
+      )
+    }
+  }
+  if (field(params, "stream") === true || field(params, "stream") === "true") {
+    return invalid("The simulator does not stream images; send stream: false.", "stream", "unsupported_parameter")
+  }
+  const size = readSize(model, field(params, "size") ?? "auto")
+  if (isReply(size)) return size
+  return {
+    model,
+    prompt,
+    n,
+    quality: qualityRaw === "auto" ? "high" : qualityRaw,
+    size,
+    background: backgroundRaw === "transparent" ? "transparent" : "opaque"
+  }
+}
+
+const readSize = (model: string, value: unknown): ImageSize | "auto" | SimReply => {
+  if (value === "auto") return "auto"
+  const match = typeof value === "string" ? /^(\d+)x(\d+)$/.exec(value) : null
+  if (usesGptImage1Table(model)) {
+    if (match === null || !TABLE_SIZES.includes(value as string)) {
+      return invalidValue("size", value, [...TABLE_SIZES, "auto"])
+    }
+    return { width: Number(match[1]), height: Number(match[2]) }
+  }
+  const width = Number(match?.[1])
+  const height = Number(match?.[2])
+  const long = Math.max(width, height)
+  const short = Math.min(width, height)
+  if (match === null || width % 16 !== 0 || height % 16 !== 0 || short < 16 || long > 3840 || long > 3 * short) {
+    return invalid(
+      `Invalid size '${String(value)}'. Width and height must be multiples of 16, at most 3840 pixels on the long edge, with an aspect ratio between 1:3 and 3:1 (or 'auto').`,
+      "size",
+      "invalid_value"
+    )
+  }
+  return { width, height }
+}
+
+const isReply = (value: unknown): value is SimReply =>
+  isRecord(value) && (value._tag === "Json" || value._tag === "Sse")
+
+const respond = (
+  context: SimContext,
+  options: Options,
+  size: ImageSize,
+  inputs: ReadonlyArray<InputImage>
+): SimReply => {
+  const markers = readMarkers(options.prompt)
+  if (markers.moderation) {
+    return json(
+      400,
+      openAIError(400, MODERATION_MESSAGE, { type: "image_generation_user_error", code: "moderation_blocked" })
+    )
+  }
+  const subject = stripMarkers(options.prompt)
+  const inputSeed = inputs.map((input) => input.bytes.length).join(",")
+  const data = Array.from({ length: options.n }, (_, index) => ({
+    b64_json: drawPng(size, {
+      seed: `${subject}\u0000${inputSeed}\u0000${index}`,
+      transparent: options.background === "transparent",
+      noisy: markers.noisy
+    }).toString("base64")
+  }))
+  const textTokens = countText(options.prompt)
+  const imageTokens = inputs.length * IMAGE_TOKENS
+  const outputTokens = options.n * gptImageOutputTokens(options.model, options.quality, size)
+  return json(200, {
+    created: context.createdSeconds,
+    background: options.background,
+    data,
+    output_format: "png",
+    quality: options.quality,
+    size: `${size.width}x${size.height}`,
+    usage: {
+      input_tokens: textTokens + imageTokens,
+      output_tokens: outputTokens,
+      total_tokens: textTokens + imageTokens + outputTokens,
+      input_tokens_details: { text_tokens: textTokens, image_tokens: imageTokens },
+      output_tokens_details: { image_tokens: outputTokens, text_tokens: 0 }
+    }
+  })
+}
+
+/** `POST /v1/images/generations`. */
+export const imagesGenerations = (request: RawSimRequest, context: SimContext): SimReply => {
+  const unauthorized = checkOpenAIAuth(request, context)
+  if (unauthorized !== undefined) return unauthorized
+  if (request.bodyInvalid || !isRecord(request.body)) {
+    return invalid(
+      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
+    )
+  }
+  const options = readOptions(request.body, context)
+  if (isReply(options)) return options
+  const size = options.size === "auto" ? { width: 1024, height: 1024 } : options.size
+  return respond(context, options, size, [])
+}
+
+/** `POST /v1/images/edits`: multipart (`image`, `image[]`, `mask`) or JSON (`images: [{image_url}]`, `mask`). */
+export const imagesEdits = (request: RawSimRequest, context: SimContext): SimReply => {
+  const unauthorized = checkOpenAIAuth(request, context)
+  if (unauthorized !== undefined) return unauthorized
+  const contentType = (header(request, "content-type") ?? "").toLowerCase()
+  const parsed = contentType.startsWith("multipart/form-data")
+    ? readMultipart(request)
+    : request.bodyInvalid || !isRecord(request.body)
+      ? invalid("We could not parse the JSON body of your request.")
+      : readJsonEdit(request.body)
+  if (isReply(parsed)) return parsed
+  const options = readOptions(parsed.params, context)
+  if (isReply(options)) return options
+  if (parsed.images.length === 0) {
+    return invalid("Missing required parameter: 'image'.", "image", "missing_required_parameter")
+  }
+  if (parsed.images.length > MAX_EDIT_INPUTS) {
+    return invalid(`Too many images: at most ${MAX_EDIT_INPUTS} are accepted.`, "image", "invalid_value")
+  }
+  const sizes: Array<ImageSize> = []
+  for (const [index, image] of parsed.images.entries()) {
+    if (!EDIT_INPUT_TYPES.includes(image.mime)) {
+      return invalid(
+        `Invalid file 'image': unsupported mimetype ('${image.mime}'). Supported file formats are 'image/jpeg', 'image/png', and 'image/webp'.`,
+        "image",
+        "unsupported_file_mimetype"
+      )
+    }
+    const size = readImageSize(image.bytes)
+    if (size === undefined) {
+      return invalid(
+        `Invalid image file or mode for image ${index + 1}, please check your image file.`,
+        "image",
+        "invalid_image"
+      )
+    }
+    sizes.push(size)
+  }
+  const first = sizes[0]!
+  if (parsed.mask !== undefined) {
+    const maskSize = parsed.mask.mime === "image/png" ? readImageSize(parsed.mask.bytes) : undefined
+    if (maskSize === undefined) return invalid("Invalid mask image format - mask must be a PNG file.", "mask")
+    if (maskSize.width !== first.width || maskSize.height !== first.height) {
+      return invalid("Invalid mask image format - mask size does not match image size", "mask")
+    }
+  }
+  const size = options.size === "auto" ? autoEditSize(options.model, first) : options.size
+  return respond(context, options, size, parsed.images)
+}
+
+/** `auto` keeps the input's size; the gpt-image-1 family only draws its three sizes, so it takes the same orientation. */
+const autoEditSize = (model: string, input: ImageSize): ImageSize => {
+  if (usesGptImage1Table(model)) {
+    if (input.width === input.height) return { width: 1024, height: 1024 }
+    return input.width > input.height ? { width: 1536, height: 1024 } : { width: 1024, height: 1536 }
+  }
+  const scale = Math.min(1, MAX_EDGE / Math.max(input.width, input.height))
+  return {
+    width: Math.max(1, Math.round(input.width * scale)),
+    height: Math.max(1, Math.round(input.height * scale))
+  }
+}
+
+const typed = (bytes: Uint8Array, declared: string | undefined): InputImage => ({
+  bytes,
+  mime: sniffImageType(bytes) ?? (declared === undefined || declared === "" ? "application/octet-stream" : declared)
+})
+
+const DATA_URL = /^data:([^;,]*)(;[^,]*)?,/
+
+const fromImageUrl = (reference: unknown, param: string): InputImage | SimReply => {
+  if (stringField(reference, "file_id") !== undefined) {
+    return invalid("The simulator does not support file_id; send image_url with a data URL.", param, "invalid_value")
+  }
+  const url = stringField(reference, "image_url")
+  if (url === undefined) return invalid(`Missing required parameter: '${param}.image_url'.`, param)
+  const match = DATA_URL.exec(url)
+  if (match === null || !(match[2] ?? "").includes("base64")) {
+    return invalid("The simulator accepts only base64 data URLs in image_url.", param, "invalid_image_url")
+  }
+  return typed(Buffer.from(url.slice(match[0].length), "base64"), match[1])
+}
+
+const readJsonEdit = (body: JsonRecord): ImagesRequest | SimReply => {
+  const images: Array<InputImage> = []
+  for (const [index, reference] of (arrayField(body, "images") ?? []).entries()) {
+    const image = fromImageUrl(reference, `images[${index}]`)
+    if (isReply(image)) return image
+    images.push(image)
+  }
+  const maskRef = field(body, "mask")
+  const mask = maskRef === undefined || maskRef === null ? undefined : fromImageUrl(maskRef, "mask")
+  if (mask !== undefined && isReply(mask)) return mask
+  return { params: body, images, mask }
+}
+
+const readMultipart = (request: RawSimRequest): ImagesRequest | SimReply => {
+  const params: Record<string, string> = {}
+  const images: Array<InputImage> = []
+  let mask: InputImage | undefined
+  let failure: string | undefined
+  const parser = MultipartParser.make({
+    headers: { "content-type": header(request, "content-type") ?? "" },
+    onField: (info, value) => {
+      params[info.name] = MultipartParser.decodeField(info, value)
+    },
+    onFile: (info) => {
+      const chunks: Array<Uint8Array> = []
+      return (chunk) => {
+        if (chunk !== null) {
+          chunks.push(chunk)
+          return
+        }
+        const file = typed(Buffer.concat(chunks), info.contentType)
+        if (info.name === "image" || info.name === "image[]") images.push(file)
+        else if (info.name === "mask") mask = file
+      }
+    },
+    onError: (error) => {
+      failure ??= error._tag
+    },
+    onDone: () => {}
+  })
+  parser.write(request.raw)
+  parser.end()
+  if (failure !== undefined) return invalid(`Could not parse the multipart form (${failure}).`)
+  return { params, images, mask }
+}

@@ -1,0 +1,235 @@
+/**
+ * The OpenAI images API: `POST /v1/images/generations` (JSON) and `POST /v1/images/edits` (multipart as the official
+ * SDK sends it — `image` or repeated `image[]` files, optional `mask` — or JSON with image links and data URIs).
+ * Images are returned only in `b64_json`, never as links; `usage` reports the tokens that were billed.
+ */
+import { Effect, Layer } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { ImageCallFailed, ImageGateway, type ImagesInput } from "../app/ImageGateway.ts"
+import type { AuthenticatedKey } from "../app/Keys.ts"
+import type { ImageInput, ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
+import { type ApiError, apiError, badRequest } from "./ApiError.ts"
+import { authenticate } from "./Auth.ts"
+import { readBytes, readJson } from "./RequestBody.ts"
+import { HttpSettings, json, RequestId, route } from "./Route.ts"
+
+const MAX_IMAGES_PER_REQUEST = 10
+const MAX_INPUT_IMAGES = 16
+
+type Fields = Readonly<Record<string, unknown>>
+
+const optionalString = (fields: Fields, name: string): Effect.Effect<string | undefined, ApiError> => {
+  const value = fields[name]
+  if (value === undefined || value === null || value === "") return Effect.succeed(undefined)
+  return typeof value === "string" ? Effect.succeed(value) : Effect.fail(badRequest(`${name}: expected a string`, name))
+}
+
+/** JSON numbers, or the strings multipart carries (`n=2`). */
+const optionalInteger = (
+  fields: Fields,
+  name: string,
+  min: number,
+  max: number
+): Effect.Effect<number | undefined, ApiError> => {
+  const raw = fields[name]
+  if (raw === undefined || raw === null || raw === "") return Effect.succeed(undefined)
+  const value = typeof raw === "string" ? Number(raw.trim()) : raw
+  return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max
+    ? Effect.succeed(value)
+    : Effect.fail(badRequest(`${name}: expected an integer from ${min} to ${max}`, name))
+}
+
+const oneOf = (
+  fields: Fields,
+  name: string,
+  values: ReadonlyArray<string>
+): Effect.Effect<string | undefined, ApiError> =>
+  Effect.flatMap(optionalString(fields, name), (value) =>
+    value === undefined || values.includes(value)
+      ? Effect.succeed(value)
+      : Effect.fail(badRequest(`${name}: expected one of ${values.join(", ")}, got '${value}'`, name))
+  )
+
+/** The options generations and edits share; enums the vendor may extend stay open where the vendor's are. */
+const readOptions = (fields: Fields, images: ReadonlyArray<ImageInput>, mask: ImageInput | undefined) =>
+  Effect.gen(function* () {
+    const prompt = fields.prompt
+    if (typeof prompt !== "string" || prompt.trim() === "") {
+      return yield* badRequest("prompt: is required (a non-empty string)", "prompt")
+    }
+    const model = yield* optionalString(fields, "model")
+    if (model === undefined) return yield* badRequest("model: is required", "model")
+    if (fields.stream === true || fields.stream === "true") {
+      return yield* badRequest("stream: streaming image generation is not supported; omit `stream`", "stream")
+    }
+    const responseFormat = yield* optionalString(fields, "response_format")
+    if (responseFormat !== undefined && responseFormat !== "b64_json") {
+      return yield* badRequest(
+        "response_format: images are returned only as base64 in `b64_json`, never as links; omit `response_format`",
+        "response_format"
+      )
+    }
+    const size = yield* optionalString(fields, "size")
+    if (size !== undefined && size !== "auto" && !/^[0-9]{2,5}x[0-9]{2,5}$/.test(size)) {
+      return yield* badRequest(`size: expected 'auto' or WIDTHxHEIGHT (such as 1024x1024), got '${size}'`, "size")
+    }
+    const request: ImageRequest = {
+      prompt,
+      n: (yield* optionalInteger(fields, "n", 1, MAX_IMAGES_PER_REQUEST)) ?? 1,
+      size,
+      quality: yield* oneOf(fields, "quality", ["auto", "low", "medium", "high", "standard", "hd"]),
+      background: yield* oneOf(fields, "background", ["auto", "transparent", "opaque"]),
+      outputFormat: yield* oneOf(fields, "output_format", ["png", "jpeg", "webp"]),
+      outputCompression: yield* optionalInteger(fields, "output_compression", 0, 100),
+      moderation: yield* oneOf(fields, "moderation", ["auto", "low"]),
+      inputFidelity: yield* oneOf(fields, "input_fidelity", ["low", "high"]),
+      user: yield* optionalString(fields, "user"),
+      images,
+      mask
+    }
+    return { model, request }
+  })
+
+const objectBody = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const body = yield* readJson(request, yield* HttpSettings)
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    return yield* badRequest("the request body must be a JSON object")
+  }
+  return body as Fields
+})
+
+/** A JSON edit's image reference: `{image_url}` (a link or a data URI), or a bare string. */
+const jsonImage = (reference: unknown, param: string): Effect.Effect<ImageInput, ApiError> => {
+  const url =
+    typeof reference === "string"
+      ? reference
+      : typeof reference === "object" && reference !== null
+        ? (reference as Fields).image_url
+        : undefined
+  if (typeof url === "string" && url !== "") return Effect.succeed({ _tag: "Url", url })
+  if (typeof reference === "object" && reference !== null && "file_id" in reference) {
+    return Effect.fail(badRequest(`${param}: file_id is not supported; send image_url (a link or a data URI)`, param))
+  }
+  return Effect.fail(badRequest(`${param}: expected {"image_url": "<link or data URI>"}`, param))
+}
+
+const jsonEdit = Effect.gen(function* () {
+  const fields = yield* objectBody
+  const references = Array.isArray(fields.images)
+    ? fields.images
+    : fields.image !== undefined
+      ? Array.isArray(fields.image)
+        ? fields.image
+        : [fields.image]
+      : []
+  const images = yield* Effect.forEach(references, (reference, index) => jsonImage(reference, `images[${index}]`))
+  const mask = fields.mask === undefined || fields.mask === null ? undefined : yield* jsonImage(fields.mask, "mask")
+  return { fields, images, mask }
+})
+
+const isFile = (value: unknown): value is File => typeof value === "object" && value !== null && "arrayBuffer" in value
+
+const fileInput = (file: File): Effect.Effect<ImageInput> =>
+  Effect.map(
+    // Edge: the Fetch API's File is promise-based.
+    Effect.promise(() => file.arrayBuffer()),
+    (buffer) => ({ _tag: "Bytes", data: new Uint8Array(buffer), mimeType: file.type, filename: file.name })
+  )
+
+/** Multipart as the official SDKs send it: files under `image` or `image[]`, an optional `mask`, string fields. */
+const multipartEdit = (contentType: string) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const bytes = yield* readBytes(request, yield* HttpSettings)
+    // Edge: the Fetch API's multipart parser (undici) is promise-based.
+    const form = yield* Effect.tryPromise({
+      try: () => new Response(bytes, { headers: { "content-type": contentType } }).formData(),
+      catch: () => badRequest("the multipart body could not be parsed", null, "invalid_body")
+    })
+    const fields: Record<string, unknown> = {}
+    const files: Array<File> = []
+    let mask: File | undefined
+    for (const [name, value] of form.entries()) {
+      if (name === "image" || name === "image[]") {
+        if (!isFile(value)) return yield* badRequest(`${name}: expected a file`, "image")
+        files.push(value)
+      } else if (name === "mask") {
+        if (!isFile(value)) return yield* badRequest("mask: expected a file", "mask")
+        mask = value
+      } else if (typeof value === "string") fields[name] = value
+    }
+    const images = yield* Effect.forEach(files, fileInput)
+    return { fields, images, mask: mask === undefined ? undefined : yield* fileInput(mask) }
+  })
+
+const encodeReply = (reply: ImagesReply) => ({
+  created: reply.created,
+  ...reply.fields,
+  data: reply.images.map((image) =>
+    image.revisedPrompt === undefined
+      ? { b64_json: image.b64Json }
+      : { b64_json: image.b64Json, revised_prompt: image.revisedPrompt }
+  ),
+  usage: {
+    input_tokens: reply.usage.inputTokens,
+    output_tokens: reply.usage.outputTokens,
+    total_tokens: reply.usage.inputTokens + reply.usage.outputTokens,
+    input_tokens_details: { text_tokens: reply.usage.inputTextTokens, image_tokens: reply.usage.inputImageTokens },
+    output_tokens_details: { image_tokens: reply.usage.outputTokens, text_tokens: 0 }
+  }
+})
+
+/** A plugin's refusal in the OpenAI envelope, keeping its reason code (`moderation_blocked`). */
+const asApiError = (error: ImageCallFailed): ApiError =>
+  apiError(error.status === 499 ? 400 : error.status, error.message, {
+    code:
+      error.code ??
+      (error.status === 429 ? "rate_limit_exceeded" : error.status >= 500 ? "upstream_error" : "upstream_rejected"),
+    ...(error.retryAfterSeconds === undefined ? {} : { headers: { "retry-after": String(error.retryAfterSeconds) } })
+  })
+
+interface ParsedRequest {
+  readonly fields: Fields
+  readonly images: ReadonlyArray<ImageInput>
+  readonly mask: ImageInput | undefined
+}
+
+const serve = (operation: ImageOperation, key: AuthenticatedKey, parsed: ParsedRequest) =>
+  Effect.gen(function* () {
+    if (operation === "edit") {
+      if (parsed.images.length === 0) return yield* badRequest("image: at least one image is required", "image")
+      if (parsed.images.length > MAX_INPUT_IMAGES) {
+        return yield* badRequest(`image: at most ${MAX_INPUT_IMAGES} images are accepted`, "image")
+      }
+    }
+    const { model, request } = yield* readOptions(parsed.fields, parsed.images, parsed.mask)
+    const input: ImagesInput = { operation, model, request, key, requestId: yield* RequestId }
+    const reply = yield* (yield* ImageGateway).images(input).pipe(
+      Effect.catchIf(
+        (error): error is ImageCallFailed => error instanceof ImageCallFailed,
+        (error) => Effect.fail(asApiError(error))
+      )
+    )
+    return json(encodeReply(reply))
+  })
+
+// The key is checked before the body is read, so an anonymous client cannot make the gateway parse megabytes.
+const generations = Effect.gen(function* () {
+  const key = yield* authenticate("openai")
+  const fields = yield* objectBody
+  return yield* serve("generate", key, { fields, images: [], mask: undefined })
+})
+
+const edits = Effect.gen(function* () {
+  const key = yield* authenticate("openai")
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const contentType = request.headers["content-type"] ?? ""
+  const parsed = /^multipart\/form-data/i.test(contentType) ? yield* multipartEdit(contentType) : yield* jsonEdit
+  return yield* serve("edit", key, parsed)
+})
+
+export const layer = Layer.mergeAll(
+  route("POST", "/v1/images/generations", generations, "openai"),
+  route("POST", "/v1/images/edits", edits, "openai")
+)

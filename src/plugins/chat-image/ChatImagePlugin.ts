@@ -1,0 +1,114 @@
+/**
+ * The built-in chat-style image family (`chat-image`): Gemini image models behind `/v1/chat/completions` and the
+ * native `generateContent` path. A chat client gets the façade of protocols.md §4.6 (caption plus Markdown data-URI
+ * images, in the OpenAI dialect the gateway converts from); a Gemini client gets Gemini's own body or stream untouched.
+ * One flat price per call, charged also for a text-only reply; the upstream's usage is recorded as information only.
+ */
+import { Clock, Effect, Result } from "effect"
+import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
+import { GeminiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
+import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
+import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
+import {
+  type ChatCall,
+  type ChatPlugin,
+  type ChatReply,
+  PLUGIN_SPECIFICATION,
+  type PluginFailure,
+  type PricingRule,
+  pluginFailure
+} from "../ModelPlugin.ts"
+import type { ChatRequest, Usage } from "../text/convert/ChatIR.ts"
+import type { JsonRecord } from "../text/convert/json.ts"
+import { failureFromUpstream } from "../text/TextPlugin.ts"
+import { geminiBodyFromChat, geminiBodyFromNative } from "./GeminiImageRequest.ts"
+import { completionFromGemini, MappedFrames, makeChunkMapper } from "./GeminiImageReply.ts"
+import type { ImageFetcher } from "./ImageInputs.ts"
+
+export const CHAT_IMAGE_PLUGIN_ID = "chat-image"
+
+/** Flat per call: the hold is the price, and so is the charge, whatever the reply held. */
+export const perCallPricing: PricingRule<{ readonly request: ChatRequest; readonly inputTokens: number }, Usage> = {
+  estimate: (_input, model) => model.pricing.perCall ?? 0n,
+  price: (_usage, model) => model.pricing.perCall ?? 0n
+}
+
+/** A failure worth trying the next upstream for. */
+const tryNext = (error: UpstreamError): boolean => {
+  const reason = error.reason
+  if (reason._tag === "HttpStatus") return reason.status === 401 || reason.status === 403 || reason.isRetryable
+  return reason._tag === "ConnectFailed" || reason._tag === "Timeout" || reason._tag === "ConnectionLost"
+}
+
+export const makeChatImagePlugin = (client: UpstreamClient["Service"], fetcher: ImageFetcher): ChatPlugin => {
+  const send = (call: ChatCall, body: JsonRecord) =>
+    Effect.gen(function* () {
+      const upstreams = call.model.upstreams.filter((upstream: UpstreamConfig) => upstream.protocol === "gemini")
+      if (upstreams.length === 0) {
+        return yield* Effect.fail(pluginFailure(500, `model ${call.model.id} has no gemini upstream configured`))
+      }
+      const model = call.model.upstreamModel
+      const path = call.request.stream ? GeminiPaths.streamGenerateContent(model) : GeminiPaths.generateContent(model)
+      const text = JSON.stringify(body)
+      let last: PluginFailure = pluginFailure(502, "no upstream answered")
+      for (const upstream of upstreams) {
+        const outcome = yield* Effect.result(
+          client.request({
+            upstream,
+            method: "POST",
+            path,
+            headers: { "content-type": "application/json" },
+            body: text,
+            signal: call.signal
+          })
+        )
+        if (Result.isSuccess(outcome)) return outcome.success
+        last = failureFromUpstream(outcome.failure)
+        if (!tryNext(outcome.failure)) break
+        yield* Effect.logWarning("image upstream failed, trying the next one").pipe(
+          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, status: last.status })
+        )
+      }
+      return yield* Effect.fail(last)
+    })
+
+  const invoke = (call: ChatCall): Effect.Effect<ChatReply, PluginFailure> =>
+    Effect.gen(function* () {
+      if (call.client.dialect === "gemini") {
+        const body = yield* geminiBodyFromNative(call.client.body, fetcher, call.signal)
+        const response = yield* send(call, body)
+        if (call.request.stream) {
+          return { _tag: "Events", dialect: "gemini", events: response.body.events() } satisfies ChatReply
+        }
+        const reply = yield* Effect.mapError(response.body.json, failureFromUpstream)
+        return { _tag: "Body", dialect: "gemini", body: reply } satisfies ChatReply
+      }
+      const body = yield* geminiBodyFromChat(call, fetcher)
+      const response = yield* send(call, body)
+      const ids = {
+        id: `chatcmpl-${call.requestId.replace(/^req_/, "")}`,
+        model: call.model.id,
+        created: Math.floor((yield* Clock.currentTimeMillis) / 1000)
+      }
+      if (call.request.stream) {
+        const events = new MappedFrames(response.body.events(), makeChunkMapper(ids))
+        return { _tag: "Events", dialect: "openai", events } satisfies ChatReply
+      }
+      const reply = yield* Effect.mapError(response.body.json, failureFromUpstream)
+      const completion = completionFromGemini(reply, ids)
+      if (Result.isFailure(completion)) return yield* Effect.fail(completion.failure)
+      return { _tag: "Body", dialect: "openai", body: completion.success } satisfies ChatReply
+    })
+
+  return {
+    specification: PLUGIN_SPECIFICATION,
+    id: CHAT_IMAGE_PLUGIN_ID,
+    family: "chat-image",
+    kind: "chat",
+    pricingKeys: { allowed: ["perCall"], required: ["perCall"] },
+    pricing: perCallPricing,
+    invoke,
+    // The price is flat: tokenizing megabytes of base64 for the hold would only cost time.
+    countInput: () => 0
+  }
+}

@@ -1,0 +1,289 @@
+/**
+ * Loading third-party plugin modules and building the model → plugin registry from the operator config: every problem
+ * is an `OperatorConfigError` whose issues name the path (`plugins: …`, `models[i].plugin`, `models[i].pricing.key`).
+ */
+import { NodeServices } from "@effect/platform-node"
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import type { UpstreamClient } from "../../src/adapters/upstream/UpstreamClient.ts"
+import { OperatorConfig, type OperatorConfigError } from "../../src/app/OperatorConfig.ts"
+import { buildRegistry, DEFAULT_MAX_OUTPUT_TOKENS, loadPlugins } from "../../src/plugins/PluginRegistry.ts"
+import { makeTextPlugin } from "../../src/plugins/text/TextPlugin.ts"
+
+const ECHO_MODULE = resolve(import.meta.dirname, "../../examples/plugin-echo/index.ts")
+
+const dir = mkdtempSync(join(tmpdir(), "tollgate-plugins-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/** Writes a plugin module (plain JS, no imports, so it loads from any folder) and returns its absolute path. */
+const moduleFile = (name: string, source: string): string => {
+  const file = join(dir, name)
+  writeFileSync(file, source)
+  return file
+}
+
+const pluginSource = (fields: string, exportAs = "export default plugin") => `
+const plugin = {
+  specification: "tollgate.plugin/v1",
+  id: "acme",
+  family: "acme",
+  kind: "chat",
+  pricingKeys: { allowed: ["perCall"], required: ["perCall"] },
+  pricing: { estimate: () => 0n, price: () => 0n },
+  invoke: () => { throw new Error("not called in these tests") },
+  ${fields}
+}
+${exportAs}
+`
+
+const parse = (yaml: string, baseDir = dir) =>
+  OperatorConfig.parse(yaml, { format: "yaml", baseDir }).pipe(
+    Effect.provide(Layer.merge(ConfigProvider.layer(ConfigProvider.fromEnvRecord({})), NodeServices.layer))
+  )
+
+/** An upstream client for plugins that are built but never invoked here. */
+const unusedClient: UpstreamClient["Service"] = { request: () => Effect.die("no upstream call in these tests") }
+
+/** Loads the config's plugins and builds the registry over them and the built-in text plugin, as the gateway does. */
+const registry = (yaml: string) =>
+  Effect.gen(function* () {
+    const config = yield* parse(yaml)
+    const external = yield* loadPlugins(config.plugins)
+    const built = yield* buildRegistry(config, [makeTextPlugin(unusedClient), ...external], (id) => `owner:${id}`, 0)
+    return { lookup: (id: string) => built.entries.get(id), plugins: built.plugins, catalog: built.catalog }
+  })
+
+const issuesOf = <A, R>(effect: Effect.Effect<A, OperatorConfigError, R>) =>
+  Effect.flip(effect).pipe(Effect.map((error) => error.issues))
+
+const config = (models: string, plugins: ReadonlyArray<string> = [ECHO_MODULE]) => `
+upstreams:
+  a: { protocol: openai, baseUrl: "https://a.example/v1", apiKey: "k" }
+models:
+${models}
+plugins: ${JSON.stringify(plugins)}
+`
+
+describe("loadPlugins", () => {
+  it.effect("loads the example plugin's default export by absolute path", () =>
+    Effect.gen(function* () {
+      const [plugin] = yield* loadPlugins([ECHO_MODULE])
+      assert.strictEqual(plugin.id, "echo")
+      assert.deepStrictEqual(plugin.pricingKeys, { allowed: ["perCall", "output"], required: ["perCall"] })
+    })
+  )
+
+  it.effect("accepts a module that exports the plugin as `plugin` instead of `default`", () =>
+    Effect.gen(function* () {
+      const file = moduleFile("named.mjs", pluginSource("", "export { plugin }"))
+      const [plugin] = yield* loadPlugins([file])
+      assert.strictEqual(plugin.id, "acme")
+    })
+  )
+
+  it.effect("names the module that does not exist", () =>
+    Effect.gen(function* () {
+      const missing = join(dir, "does-not-exist.ts")
+      const issues = yield* issuesOf(loadPlugins([missing]))
+      assert.strictEqual(issues.length, 1)
+      assert.include(issues[0], `plugins: cannot load ${missing}: `)
+    })
+  )
+
+  it.effect("names the package that is not installed", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(loadPlugins(["@acme/tollgate-plugin-missing"]))
+      assert.include(issues[0], "plugins: cannot load @acme/tollgate-plugin-missing: ")
+    })
+  )
+
+  it.effect("names a module that throws while it loads", () =>
+    Effect.gen(function* () {
+      const file = moduleFile("throws.mjs", `throw new Error("the plugin's own start-up failed")`)
+      const issues = yield* issuesOf(loadPlugins([file]))
+      assert.deepStrictEqual(issues, [`plugins: cannot load ${file}: the plugin's own start-up failed`])
+    })
+  )
+
+  it.effect("lists every shape problem of a module that exports the wrong thing", () =>
+    Effect.gen(function* () {
+      const file = moduleFile("wrong.mjs", `export default { id: 42, kind: "video", pricing: {} }`)
+      const issues = yield* issuesOf(loadPlugins([file]))
+      const prefix = `plugins: ${file}: `
+      for (const issue of issues) assert.isTrue(issue.startsWith(prefix), issue)
+      assert.deepStrictEqual(
+        issues.map((issue) => issue.slice(prefix.length).split(":")[0]),
+        [
+          "specification",
+          "id",
+          "family",
+          "kind",
+          "pricing.estimate",
+          "pricing.price",
+          "invoke",
+          "pricingKeys.allowed",
+          "pricingKeys.required"
+        ]
+      )
+      assert.include(issues[0], `specification: expected "tollgate.plugin/v1"`)
+      assert.include(issues[3], `kind: expected "chat"`)
+    })
+  )
+
+  it.effect("says so when a module has no default export and no `plugin`", () =>
+    Effect.gen(function* () {
+      const file = moduleFile("nothing.mjs", "export const other = 1")
+      const issues = yield* issuesOf(loadPlugins([file]))
+      assert.deepStrictEqual(issues, [`plugins: ${file}: the module's default export is not an object`])
+    })
+  )
+
+  it.effect("refuses a plugin written for another contract version", () =>
+    Effect.gen(function* () {
+      const file = moduleFile("v2.mjs", pluginSource(`specification: "tollgate.plugin/v2",`))
+      const issues = yield* issuesOf(loadPlugins([file]))
+      assert.deepStrictEqual(issues, [`plugins: ${file}: specification: expected "tollgate.plugin/v1"`])
+    })
+  )
+
+  // An operator with two broken modules learns about both at once.
+  it.effect("reports every module that cannot be loaded, not just the first", () =>
+    Effect.gen(function* () {
+      const first = join(dir, "missing-1.ts")
+      const second = moduleFile("bad-shape.mjs", "export default {}")
+      const issues = yield* issuesOf(loadPlugins([first, second]))
+      assert.isTrue(issues.some((issue) => issue.startsWith(`plugins: cannot load ${first}: `)))
+      assert.isTrue(issues.some((issue) => issue.startsWith(`plugins: ${second}: `)))
+    })
+  )
+
+  // Without this check the gateway would die at start with a TypeError instead of a config error naming the module.
+  it.effect("refuses a plugin whose pricingKeys has no `required` list, naming the module", () =>
+    Effect.gen(function* () {
+      const file = moduleFile("no-required.mjs", pluginSource(`pricingKeys: { allowed: ["perCall"] },`))
+      // Today: dies with "TypeError: keys.required is not iterable" (at ModelPricing.ts pricingIssues).
+      const issues = yield* issuesOf(
+        registry(config(`  - { id: m, plugin: acme, upstreams: [a], pricing: { perCall: "1" } }`, [file]))
+      )
+      assert.deepStrictEqual(issues, [`plugins: ${file}: pricingKeys.required: expected an array`])
+    })
+  )
+
+  // The plugin's mistake is reported as the plugin's, not as the operator's config.
+  it.effect("refuses a plugin whose pricingKeys name an unknown price key", () =>
+    Effect.gen(function* () {
+      const file = moduleFile(
+        "unknown-key.mjs",
+        pluginSource(`pricingKeys: { allowed: ["perCall", "tokens"], required: ["tokens"] },`)
+      )
+      const issues = yield* issuesOf(loadPlugins([file]))
+      assert.deepStrictEqual(
+        issues.map((issue) => issue.split(": unknown price key")[0]),
+        [`plugins: ${file}: pricingKeys.allowed`, `plugins: ${file}: pricingKeys.required`]
+      )
+      assert.include(issues[0], "tokens")
+    })
+  )
+})
+
+describe("the registry built from the operator config", () => {
+  it.effect("maps each model to its plugin, with the model's prices and output cap, and lists it", () =>
+    Effect.gen(function* () {
+      const built = yield* registry(
+        config(`
+  - { id: gpt-x, plugin: text, upstreams: [a], pricing: { input: "0.15", output: "0.60" } }
+  - { id: echo-1, plugin: echo, upstreams: [a], pricing: { perCall: "0.001" }, maxOutputTokens: 64 }`)
+      )
+      const echo = built.lookup("echo-1")
+      assert.strictEqual(echo?.plugin.id, "echo")
+      assert.strictEqual(echo?.model.maxOutputTokens, 64)
+      assert.strictEqual(echo?.model.upstreamModel, "echo-1")
+      assert.strictEqual(echo?.model.pricing.perCall, 1_000n)
+      assert.strictEqual(built.lookup("gpt-x")?.plugin.id, "text")
+      assert.strictEqual(built.lookup("gpt-x")?.model.maxOutputTokens, DEFAULT_MAX_OUTPUT_TOKENS)
+      assert.isUndefined(built.lookup("nope"))
+      assert.deepStrictEqual([...built.plugins.keys()].sort(), ["echo", "text"])
+      assert.deepStrictEqual(
+        built.catalog.map((m) => [m.id, m.ownedBy]),
+        [
+          ["gpt-x", "owner:gpt-x"],
+          ["echo-1", "owner:echo-1"]
+        ]
+      )
+    })
+  )
+
+  it.effect("names a model whose plugin nobody declares, listing the known ones", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(
+        registry(config(`  - { id: m, plugin: ech0, upstreams: [a], pricing: { perCall: "1" } }`))
+      )
+      assert.strictEqual(issues.length, 1)
+      assert.match(issues[0], /^models\[0\]\.plugin: no such plugin \(known: .*\)$/)
+      assert.include(issues[0], "echo")
+      assert.include(issues[0], "text")
+    })
+  )
+
+  it.effect("names a price the loaded plugin does not bill by, and a required one that is missing", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(
+        registry(
+          config(`
+  - { id: ok, plugin: echo, upstreams: [a], pricing: { perCall: "0.01", output: "1" } }
+  - { id: bad, plugin: echo, upstreams: [a], pricing: { input: "0.15", output: "1" } }`)
+        )
+      )
+      assert.deepStrictEqual(issues, [
+        "models[1].pricing.input: does not apply to the echo plugin (allowed: perCall, output)",
+        "models[1].pricing.perCall: required by the echo plugin"
+      ])
+    })
+  )
+
+  it.effect("says a built-in family this build does not serve yet is unavailable, at start", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(
+        registry(config(`  - { id: v, plugin: video, upstreams: [a], pricing: { output: "1" } }`, []))
+      )
+      assert.deepStrictEqual(issues, ["models[0].plugin: 'video' is not available in this build"])
+    })
+  )
+
+  it.effect("resolves a relative plugin path against the config file's folder", () =>
+    Effect.gen(function* () {
+      const sub = join(dir, "conf")
+      const file = join(sub, "tollgate.yaml")
+      yield* Effect.sync(() => {
+        mkdirSync(sub, { recursive: true })
+        writeFileSync(join(sub, "local-plugin.mjs"), pluginSource(""))
+        writeFileSync(
+          file,
+          config(`  - { id: m, plugin: acme, upstreams: [a], pricing: { perCall: "1" } }`, ["./local-plugin.mjs"])
+        )
+      })
+      const loaded = yield* OperatorConfig.load(file).pipe(Effect.provide(NodeServices.layer))
+      assert.deepStrictEqual(loaded.plugins, [join(sub, "local-plugin.mjs")])
+      const [plugin] = yield* loadPlugins(loaded.plugins)
+      assert.strictEqual(plugin.id, "acme")
+    })
+  )
+
+  // A newcomer never silently takes over (and bills) another plugin's models.
+  it.effect("refuses a plugin that declares an id already taken by a built-in or another plugin", () =>
+    Effect.gen(function* () {
+      const file = moduleFile(
+        "shadow.mjs",
+        pluginSource(`id: "text", pricingKeys: { allowed: ["input", "output"], required: ["input", "output"] },`)
+      )
+      const issues = yield* issuesOf(
+        registry(config(`  - { id: m, plugin: text, upstreams: [a], pricing: { input: "1", output: "1" } }`, [file]))
+      )
+      assert.strictEqual(issues.length, 1)
+      assert.include(issues[0], "text")
+    })
+  )
+})
