@@ -15,7 +15,9 @@ const settings = Config.all({
   dataDir: Config.String("TOLLGATE_DATA_DIR").pipe(Config.withDefault("./data")),
   adminToken: Config.option(Config.Redacted("TOLLGATE_ADMIN_TOKEN")),
   maxBodyBytes: Config.Int("TOLLGATE_MAX_BODY_BYTES").pipe(Config.withDefault(32 * 1024 * 1024)),
-  configPath: Config.option(Config.String("TOLLGATE_CONFIG"))
+  configPath: Config.option(Config.String("TOLLGATE_CONFIG")),
+  // Hosts or CIDRs the guarded fetcher may reach although they are private (internal deployments, tests).
+  fetchAllowHosts: Config.String("TOLLGATE_FETCH_ALLOW_HOSTS").pipe(Config.withDefault(""))
 })
 
 /** The banner goes straight to the terminal: it may carry secrets, so it never passes through the logger. */
@@ -47,7 +49,13 @@ const program = Effect.gen(function* () {
       : { kind: "pglite", dataDir: `${dataDir}/pglite` },
     adminToken,
     maxBodyBytes: config.maxBodyBytes,
-    configPath: Option.getOrUndefined(config.configPath)
+    configPath: Option.getOrUndefined(config.configPath),
+    imageFetch: {
+      allowHosts: config.fetchAllowHosts
+        .split(",")
+        .map((host) => host.trim())
+        .filter((host) => host.length > 0)
+    }
   })
   const firstStart = Layer.effectDiscard(
     Effect.gen(function* () {

@@ -22,6 +22,8 @@ export const startTestGateway = async (
     readonly ledger?: Partial<LedgerOptions>
     /** An operator config file; omitted → the built-in simulator catalog. */
     readonly configPath?: string
+    /** Hosts the guarded fetcher may reach although they are private (loopback test servers). */
+    readonly fetchAllowHosts?: ReadonlyArray<string>
   } = {}
 ): Promise<TestGateway> => {
   const adminToken = `tga_test_${randomBytes(16).toString("hex")}`
@@ -30,7 +32,8 @@ export const startTestGateway = async (
     adminToken: Redacted.make(adminToken),
     maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
     ...(options.ledger ? { ledger: options.ledger } : {}),
-    configPath: options.configPath
+    configPath: options.configPath,
+    imageFetch: { allowHosts: options.fetchAllowHosts ?? [] }
   })
   const scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(

@@ -4,16 +4,12 @@
  * ledger reading per request, and small input images.
  */
 import { assert } from "@effect/vitest"
-import { Effect, Exit, Layer, Redacted, Scope } from "effect"
-import { HttpServer } from "effect/http"
-import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { PNG } from "pngjs"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
-import { serverLayer, servicesLayer } from "../../../src/AppLayer.ts"
-import type { TestGateway } from "../../support/TestGateway.ts"
+import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { type Admin, type LedgerEntry, makeAdmin } from "../chat/ChatHarness.ts"
 
 /** Wire JSON as the tests read it: loosely, any field at any depth. */
@@ -44,29 +40,8 @@ models:
   - { id: sim-openai, plugin: text, upstreams: [sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
 `
 
-/** TestGateway's composition, plus the guarded fetcher's allow-list (to fetch input images from a loopback server). */
-const startGateway = async (configPath: string, allowHosts: ReadonlyArray<string>): Promise<TestGateway> => {
-  const adminToken = `tga_test_${randomBytes(16).toString("hex")}`
-  const services = servicesLayer({
-    database: { kind: "pglite", dataDir: undefined },
-    adminToken: Redacted.make(adminToken),
-    maxBodyBytes: 32 * 1024 * 1024,
-    configPath,
-    imageFetch: { allowHosts }
-  })
-  const scope = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(
-    Layer.buildWithScope(serverLayer(services, { port: 0, host: "127.0.0.1" }), scope)
-  )
-  const server = context.mapUnsafe.get(HttpServer.HttpServer.key) as HttpServer.HttpServer["Service"]
-  const address = server.address
-  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
-  return {
-    url: `http://127.0.0.1:${address.port}`,
-    adminToken,
-    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
-  }
-}
+const startGateway = (configPath: string, allowHosts: ReadonlyArray<string>): Promise<TestGateway> =>
+  startTestGateway({ configPath, fetchAllowHosts: allowHosts })
 
 export const startImageHarness = async (
   options: { readonly allowHosts?: ReadonlyArray<string> } = {}
