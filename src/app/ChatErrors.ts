@@ -13,9 +13,24 @@ export class InvalidChatRequest extends Schema.TaggedError<InvalidChatRequest>()
   message: Schema.String
 }) {}
 
-/** The upstream (or a plugin) failed; nothing was charged. */
+/** The upstream (or a plugin) refused or failed; nothing was charged. `code` is for the client (`moderation_blocked`). */
 export class UpstreamFailed extends Schema.TaggedError<UpstreamFailed>()("UpstreamFailed", {
   status: Schema.Number,
   message: Schema.String,
+  code: Schema.optional(Schema.NullOr(Schema.String)),
   retryAfterSeconds: Schema.optional(Schema.Number)
 }) {}
+
+/** The client-facing error for a plugin's failure. */
+export const upstreamFailed = (failure: {
+  readonly status: number
+  readonly message: string
+  readonly code?: string | undefined
+  readonly retryAfterSeconds?: number | undefined
+}): UpstreamFailed =>
+  new UpstreamFailed({
+    status: failure.status,
+    message: failure.message,
+    code: failure.code ?? null,
+    ...(failure.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: failure.retryAfterSeconds })
+  })

@@ -30,7 +30,7 @@ import { geminiRequestToIR, geminiResponseToIR, irToGeminiResponse } from "../pl
 import { isRecord, parseJson } from "../plugins/text/convert/json.ts"
 import { irToOpenAIResponse, openAIRequestToIR, openAIResponseToIR } from "../plugins/text/convert/openai.ts"
 import { makeStreamTransducer, type StreamTransducer } from "../plugins/text/convert/StreamTransducer.ts"
-import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, UpstreamFailed } from "./ChatErrors.ts"
+import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, UpstreamFailed, upstreamFailed } from "./ChatErrors.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
@@ -226,14 +226,7 @@ export class ChatGateway extends Context.Service<
                   : "failed"
               return ledger.release(input.key.accountId, holdId, reason).pipe(Effect.ignore)
             }),
-            Effect.mapError(
-              (failure) =>
-                new UpstreamFailed({
-                  status: failure.status,
-                  message: failure.message,
-                  ...(failure.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: failure.retryAfterSeconds })
-                })
-            )
+            Effect.mapError(upstreamFailed)
           )
         const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
         const fallbackId = `msg_${randomUUID().replaceAll("-", "")}`

@@ -5,11 +5,17 @@
  * moderation block, `failed` for an outage, `cancelled` when the client went away). Images pass through once and are
  * never stored: the ledger records the usage and the charge only.
  */
-import { Context, Effect, Exit, Layer, Schema } from "effect"
+import { Context, Effect, Exit, Layer } from "effect"
 import { countText } from "../adapters/tokenizer/Tokenizer.ts"
 import type { ImageOperation, ImageRequest, ImagesReply, PluginFailure } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
-import { InvalidChatRequest, ModelNotAllowed, ModelNotFound } from "./ChatErrors.ts"
+import {
+  InvalidChatRequest,
+  ModelNotAllowed,
+  ModelNotFound,
+  type UpstreamFailed,
+  upstreamFailed
+} from "./ChatErrors.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
@@ -24,29 +30,15 @@ export interface ImagesInput {
   readonly requestId: string
 }
 
-/** The plugin or its upstream refused or failed; nothing was charged. `code` is for the client (`moderation_blocked`). */
-export class ImageCallFailed extends Schema.TaggedError<ImageCallFailed>()("ImageCallFailed", {
-  status: Schema.Number,
-  message: Schema.String,
-  code: Schema.NullOr(Schema.String),
-  retryAfterSeconds: Schema.optional(Schema.Number)
-}) {}
-
 export type ImagesError =
   | ModelNotFound
   | ModelNotAllowed
   | InvalidChatRequest
-  | ImageCallFailed
+  | UpstreamFailed
   | LedgerRejected
   | StoreUnavailable
 
-const callFailed = (failure: PluginFailure): ImageCallFailed =>
-  new ImageCallFailed({
-    status: failure.status,
-    message: failure.message,
-    code: failure.code ?? null,
-    ...(failure.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: failure.retryAfterSeconds })
-  })
+const callFailed = upstreamFailed
 
 /** A refusal of the request itself (4xx other than rate limits) versus a failure to serve it. */
 const releaseReason = (exit: Exit.Exit<unknown, PluginFailure>) => {

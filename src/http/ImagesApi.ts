@@ -5,10 +5,10 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { ImageCallFailed, ImageGateway, type ImagesInput } from "../app/ImageGateway.ts"
+import { ImageGateway, type ImagesInput } from "../app/ImageGateway.ts"
 import type { AuthenticatedKey } from "../app/Keys.ts"
 import type { ImageInput, ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
-import { type ApiError, apiError, badRequest } from "./ApiError.ts"
+import { type ApiError, badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
 import { readBytes, readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
@@ -180,15 +180,6 @@ const encodeReply = (reply: ImagesReply) => ({
   }
 })
 
-/** A plugin's refusal in the OpenAI envelope, keeping its reason code (`moderation_blocked`). */
-const asApiError = (error: ImageCallFailed): ApiError =>
-  apiError(error.status === 499 ? 400 : error.status, error.message, {
-    code:
-      error.code ??
-      (error.status === 429 ? "rate_limit_exceeded" : error.status >= 500 ? "upstream_error" : "upstream_rejected"),
-    ...(error.retryAfterSeconds === undefined ? {} : { headers: { "retry-after": String(error.retryAfterSeconds) } })
-  })
-
 interface ParsedRequest {
   readonly fields: Fields
   readonly images: ReadonlyArray<ImageInput>
@@ -205,12 +196,7 @@ const serve = (operation: ImageOperation, key: AuthenticatedKey, parsed: ParsedR
     }
     const { model, request } = yield* readOptions(parsed.fields, parsed.images, parsed.mask)
     const input: ImagesInput = { operation, model, request, key, requestId: yield* RequestId }
-    const reply = yield* (yield* ImageGateway).images(input).pipe(
-      Effect.catchIf(
-        (error): error is ImageCallFailed => error instanceof ImageCallFailed,
-        (error) => Effect.fail(asApiError(error))
-      )
-    )
+    const reply = yield* (yield* ImageGateway).images(input)
     return json(encodeReply(reply))
   })
 

@@ -50,10 +50,15 @@ export const toApiError = (error: unknown): ApiError | undefined => {
       })
     }
     case "UpstreamFailed": {
-      const failed = error as { status: number; message: string; retryAfterSeconds?: number }
+      const failed = error as { status: number; message: string; code?: string | null; retryAfterSeconds?: number }
       return apiError(failed.status === 499 ? 400 : failed.status, failed.message, {
         code:
-          failed.status === 429 ? "rate_limit_exceeded" : failed.status >= 500 ? "upstream_error" : "upstream_rejected",
+          failed.code ??
+          (failed.status === 429
+            ? "rate_limit_exceeded"
+            : failed.status >= 500
+              ? "upstream_error"
+              : "upstream_rejected"),
         ...(failed.retryAfterSeconds === undefined
           ? {}
           : { headers: { "retry-after": String(failed.retryAfterSeconds) } })
