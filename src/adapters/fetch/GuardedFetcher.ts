@@ -6,6 +6,7 @@
  *
  * This module wraps undici and node:dns, so the Promise and stream callbacks live here.
  */
+import { discard } from "../upstream/ResponseBody.ts"
 import { lookup as systemLookup } from "node:dns/promises"
 import type { LookupFunction } from "node:net"
 import { Context, Duration, Effect, Layer } from "effect"
@@ -112,7 +113,7 @@ const readCapped = (
     const chunks: Array<Buffer> = []
     let size = 0
     const abort = () => {
-      body.destroy()
+      discard(body)
       reject(signal.reason)
     }
     signal.addEventListener("abort", abort, { once: true })
@@ -120,7 +121,7 @@ const readCapped = (
       size += chunk.length
       if (size > maxBytes) {
         signal.removeEventListener("abort", abort)
-        body.destroy()
+        discard(body)
         resolve(undefined)
         return
       }

@@ -30,6 +30,17 @@ export const DEFAULT_MAX_EVENT_SIZE = 32 * 1024 * 1024
 
 const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined }
 
+const ignore = () => undefined
+
+/**
+ * Drops a body the caller no longer wants, aborting its request. undici turns a destroy without an error into an
+ * `AbortError` emitted as 'error'; with nobody listening that would be an uncaught exception that kills the process.
+ */
+export const discard = (body: { on(event: "error", listener: () => void): unknown; destroy(): unknown }): void => {
+  body.on("error", ignore)
+  body.destroy()
+}
+
 export class ResponseBody {
   #used = false
 
@@ -90,7 +101,7 @@ export class ResponseBody {
   }
 
   cancelUnsafe(): void {
-    if (!this.raw.readableEnded && !this.raw.destroyed) this.raw.destroy()
+    if (!this.raw.readableEnded && !this.raw.destroyed) discard(this.raw)
   }
 
   /**
@@ -132,7 +143,7 @@ export class ResponseBody {
           (value) => resume(Effect.succeed(value)),
           (cause) => resume(Effect.fail(this.#error(this.failure(cause))))
         )
-        return Effect.sync(() => this.raw.destroy())
+        return Effect.sync(() => discard(this.raw))
       })
     })
   }
@@ -183,7 +194,7 @@ class ChunkIterator implements AsyncIterableIterator<Uint8Array> {
   return(): Promise<IteratorResult<Uint8Array>> {
     if (!this.#finished) {
       this.#finished = true
-      if (!this.body.readableEnded) this.body.destroy()
+      if (!this.body.readableEnded) discard(this.body)
     }
     this.#settle(DONE)
     return Promise.resolve(DONE)

@@ -7,7 +7,7 @@
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { type Dispatcher, Pool } from "undici"
 import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
-import { ResponseBody } from "./ResponseBody.ts"
+import { discard, ResponseBody } from "./ResponseBody.ts"
 import { credentialHeaders, protocolHeaders } from "./UpstreamEndpoints.ts"
 import {
   HttpStatus,
@@ -124,7 +124,7 @@ export class UpstreamClient extends Context.Service<
             .then(
               (data) => {
                 // Headers can land in the same tick as an interruption; nobody will read this body then.
-                if (interrupted.aborted) data.body.destroy()
+                if (interrupted.aborted) discard(data.body)
                 else resume(Effect.succeed(data))
               },
               (cause) =>
