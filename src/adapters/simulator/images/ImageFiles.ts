@@ -3,6 +3,7 @@
  * an input image's type and size (PNG, JPEG, WebP, HEIF/HEIC) without decoding it.
  */
 import { createHash } from "node:crypto"
+import jpeg from "jpeg-js"
 import { PNG } from "pngjs"
 
 export interface ImageSize {
@@ -73,6 +74,12 @@ export const drawPng = (size: ImageSize, options: DrawOptions): Buffer => {
   }
   // The sub filter suits horizontal gradients and is several times faster than pngjs's adaptive choice.
   return PNG.sync.write(png, { colorType: options.transparent === true ? 6 : 2, filterType: 1 })
+}
+
+/** The same picture as {@link drawPng}, encoded as a baseline JPEG (no alpha: JPEG has none). */
+export const drawJpeg = (size: ImageSize, options: DrawOptions & { readonly quality?: number }): Buffer => {
+  const png = PNG.sync.read(drawPng(size, { ...options, transparent: false }))
+  return jpeg.encode({ data: png.data, width: png.width, height: png.height }, options.quality ?? 90).data
 }
 
 export type ImageMime = "image/png" | "image/jpeg" | "image/webp" | "image/heic" | "image/heif" | "image/gif"

@@ -9,7 +9,7 @@ import { openAIError } from "../ErrorEnvelopes.ts"
 import { arrayField, field, isRecord, type JsonRecord, stringField } from "../Json.ts"
 import { checkOpenAIAuth } from "../OpenAIChat.ts"
 import { header, json, type SimContext, type SimReply, type SimRequest } from "../SimResponse.ts"
-import { drawPng, type ImageSize, MAX_EDGE, readImageSize, sniffImageType } from "./ImageFiles.ts"
+import { drawJpeg, drawPng, type ImageSize, MAX_EDGE, readImageSize, sniffImageType } from "./ImageFiles.ts"
 import { readMarkers, stripMarkers } from "./ImageMarkers.ts"
 import { gptImageOutputTokens, type ImageQuality, usesGptImage1Table } from "./ImageTokens.ts"
 
@@ -67,6 +67,8 @@ interface Options {
   readonly quality: ImageQuality
   readonly size: ImageSize | "auto"
   readonly background: "opaque" | "transparent"
+  readonly format: "png" | "jpeg"
+  readonly compression: number | undefined
 }
 
 const readOptions = (params: JsonRecord, context: SimContext): Options | SimReply => {
@@ -103,15 +105,15 @@ const readOptions = (params: JsonRecord, context: SimContext): Options | SimRepl
     return invalidValue("background", backgroundRaw, ["transparent", "opaque", "auto"])
   }
   const format = field(params, "output_format") ?? "png"
-  if (format === "jpeg" || format === "webp") {
-    // No JPEG or WebP encoder is installed, and a PNG labelled as JPEG would only hide bugs downstream.
+  if (format === "webp") {
+    // No WebP encoder ships in an npm package here, and a PNG labelled as WebP would only hide bugs downstream.
     return invalid(
-      `unsupported output_format '${format}': the simulator encodes png only.`,
+      "unsupported output_format 'webp': the simulator encodes png and jpeg only.",
       "output_format",
       "unsupported_output_format"
     )
   }
-  if (format !== "png") return invalidValue("output_format", format, ["png", "jpeg", "webp"])
+  if (format !== "png" && format !== "jpeg") return invalidValue("output_format", format, ["png", "jpeg", "webp"])
   const compressionRaw = field(params, "output_compression")
   if (compressionRaw !== undefined && compressionRaw !== null) {
     const compression = numberParam(compressionRaw)
@@ -134,7 +136,9 @@ const readOptions = (params: JsonRecord, context: SimContext): Options | SimRepl
     n,
     quality: qualityRaw === "auto" ? "high" : qualityRaw,
     size,
-    background: backgroundRaw === "transparent" ? "transparent" : "opaque"
+    background: backgroundRaw === "transparent" ? "transparent" : "opaque",
+    format,
+    compression: compressionRaw === undefined || compressionRaw === null ? undefined : numberParam(compressionRaw)
   }
 }
 
@@ -180,11 +184,18 @@ const respond = (
   const subject = stripMarkers(options.prompt)
   const inputSeed = inputs.map((input) => input.bytes.length).join(",")
   const data = Array.from({ length: options.n }, (_, index) => ({
-    b64_json: drawPng(size, {
-      seed: `${subject}\u0000${inputSeed}\u0000${index}`,
-      transparent: options.background === "transparent",
-      noisy: markers.noisy
-    }).toString("base64")
+    b64_json: (options.format === "jpeg"
+      ? drawJpeg(size, {
+          seed: `${subject}\u0000${inputSeed}\u0000${index}`,
+          noisy: markers.noisy,
+          ...(options.compression === undefined ? {} : { quality: 100 - options.compression })
+        })
+      : drawPng(size, {
+          seed: `${subject}\u0000${inputSeed}\u0000${index}`,
+          transparent: options.background === "transparent",
+          noisy: markers.noisy
+        })
+    ).toString("base64")
   }))
   const textTokens = countText(options.prompt)
   const imageTokens = inputs.length * IMAGE_TOKENS
@@ -193,7 +204,7 @@ const respond = (
     created: context.createdSeconds,
     background: options.background,
     data,
-    output_format: "png",
+    output_format: options.format,
     quality: options.quality,
     size: `${size.width}x${size.height}`,
     usage: {

@@ -2,7 +2,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import OpenAI, { toFile } from "openai"
 import { PNG } from "pngjs"
-import { drawPng } from "../../../../src/adapters/simulator/images/ImageFiles.ts"
+import { drawPng, readImageSize } from "../../../../src/adapters/simulator/images/ImageFiles.ts"
 import { Simulator } from "../../../../src/adapters/simulator/Simulator.ts"
 import { countText, IMAGE_TOKENS } from "../../../../src/adapters/tokenizer/Tokenizer.ts"
 
@@ -25,6 +25,7 @@ interface ImagesBody {
     readonly code: string | null
   }
   readonly size: string
+  readonly output_format: string
   readonly data: ReadonlyArray<{ readonly b64_json: string }>
 }
 
@@ -100,11 +101,26 @@ layer(Simulator.layer)("simulator speaks the OpenAI images API", (it) => {
         post(sim, "/v1/images/generations", { model: "imggen-2", prompt: "x", size: "1000x1000" })
       )
       assert.strictEqual(odd.status, 400)
-      const jpeg = yield* Effect.promise(() =>
-        post(sim, "/v1/images/generations", { model: "imggen-2", prompt: "x", output_format: "jpeg" })
+      const webp = yield* Effect.promise(() =>
+        post(sim, "/v1/images/generations", { model: "imggen-2", prompt: "x", output_format: "webp" })
       )
-      assert.strictEqual(jpeg.status, 400)
-      assert.match(jpeg.body.error.message, /unsupported output_format/)
+      assert.strictEqual(webp.status, 400)
+      assert.match(webp.body.error.message, /unsupported output_format/)
+      // JPEG is encoded for real: the bytes start with the JPEG SOI marker and decode to the requested size.
+      const jpeg = yield* Effect.promise(() =>
+        post(sim, "/v1/images/generations", {
+          model: "imggen-2",
+          prompt: "x",
+          size: "512x256",
+          output_format: "jpeg",
+          output_compression: 20
+        })
+      )
+      assert.strictEqual(jpeg.status, 200)
+      assert.strictEqual(jpeg.body.output_format, "jpeg")
+      const bytes = Buffer.from(jpeg.body.data[0].b64_json, "base64")
+      assert.deepStrictEqual([...bytes.subarray(0, 3)], [0xff, 0xd8, 0xff])
+      assert.deepStrictEqual(readImageSize(bytes), { width: 512, height: 256 })
       const n = yield* Effect.promise(() =>
         post(sim, "/v1/images/generations", { model: "imggen-2", prompt: "x", n: 11 })
       )
