@@ -120,9 +120,16 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect) =>
         if (mapped !== undefined) {
           const response = Effect.succeed(errorResponse(mapped, chosen, requestId))
           if (mapped.status < 500) return response
-          // Server-side failures are logged with their cause (never a secret: store and upstream errors carry none).
-          return Effect.logWarning("request failed", cause).pipe(
-            Effect.annotateLogs({ requestId }),
+          // Server-side failures are logged as one structured line: an expected failure needs no stack trace, and
+          // store and upstream errors carry no secret.
+          const error = failure?.error as { _tag?: string; message?: string } | undefined
+          return Effect.logWarning("request failed").pipe(
+            Effect.annotateLogs({
+              requestId,
+              status: mapped.status,
+              error: error?._tag ?? "unknown",
+              detail: error?.message ?? mapped.message
+            }),
             Effect.andThen(response)
           )
         }
