@@ -3,6 +3,7 @@
  * (the gateway never forwards a client's `x-sim-fault` upstream, so faults are set on the simulator itself), plus
  * fallback models whose first upstream is a closed port or a simulator that always answers 500.
  */
+import { assert } from "@effect/vitest"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -145,4 +146,15 @@ export const makeAdmin = (gateway: TestGateway): Admin => {
     },
     balance: async (accountId) => (await call("GET", `/admin/accounts/${accountId}`)).body.balance
   }
+}
+
+/** Ends a suite: replays every projection, closes what it started, and fails if replay found any difference. */
+export const closeAfterReplay = async (
+  harness: { readonly admin: Admin; close(): Promise<void> } | undefined,
+  ...others: ReadonlyArray<{ close(): Promise<void> } | undefined>
+): Promise<void> => {
+  const replay = await harness?.admin.call("POST", "/admin/replay")
+  await Promise.all([harness?.close(), ...others.map((other) => other?.close())])
+  assert.strictEqual(replay?.status, 200)
+  assert.isTrue(replay?.body.ok, JSON.stringify(replay?.body))
 }

@@ -7,7 +7,7 @@ import Anthropic from "@anthropic-ai/sdk"
 import type { MessageParam, RawMessageStreamEvent } from "@anthropic-ai/sdk/resources/messages"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { assertBilled, type Expected } from "./Billing.ts"
-import { type ChatHarness, SIM_MODELS, startChatHarness } from "./ChatHarness.ts"
+import { type ChatHarness, closeAfterReplay, SIM_MODELS, startChatHarness } from "./ChatHarness.ts"
 import {
   ANTHROPIC_TOOL_ID,
   assertEcho,
@@ -25,12 +25,7 @@ let h: ChatHarness
 beforeAll(async () => {
   h = await startChatHarness()
 }, 60_000)
-afterAll(async () => {
-  const replay = await h?.admin.call("POST", "/admin/replay")
-  await h?.close()
-  assert.strictEqual(replay?.status, 200)
-  assert.isTrue(replay?.body.ok, JSON.stringify(replay?.body))
-})
+afterAll(() => closeAfterReplay(h))
 
 const tools = [{ name: "get_weather", description: "Weather", input_schema: weatherSchema }]
 

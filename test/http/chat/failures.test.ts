@@ -10,7 +10,7 @@ import OpenAI from "openai"
 import { countAnthropicMessages, countOpenAIChat, countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { assertBilled, type Expected } from "./Billing.ts"
-import { type ChatHarness, makeAdmin, SIM_MODELS, startChatHarness } from "./ChatHarness.ts"
+import { type ChatHarness, closeAfterReplay, makeAdmin, SIM_MODELS, startChatHarness } from "./ChatHarness.ts"
 import { assertEcho, HELLO, type Wire } from "./Fixtures.ts"
 
 let h: ChatHarness
@@ -18,12 +18,7 @@ let catalog: TestGateway
 beforeAll(async () => {
   ;[h, catalog] = await Promise.all([startChatHarness(), startTestGateway()])
 }, 60_000)
-afterAll(async () => {
-  const replay = await h?.admin.call("POST", "/admin/replay")
-  await Promise.all([h?.close(), catalog?.close()])
-  assert.strictEqual(replay?.status, 200)
-  assert.isTrue(replay?.body.ok, JSON.stringify(replay?.body))
-})
+afterAll(() => closeAfterReplay(h, catalog))
 
 const openai = (key: string, url = h.gateway.url) => new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0 })
 const anthropic = (key: string, url = h.gateway.url) => new Anthropic({ apiKey: key, baseURL: url, maxRetries: 0 })

@@ -5,7 +5,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type Content, type GenerateContentResponse, GoogleGenAI } from "@google/genai"
 import { assertBilled, type Expected } from "./Billing.ts"
-import { type ChatHarness, startChatHarness } from "./ChatHarness.ts"
+import { type ChatHarness, closeAfterReplay, startChatHarness } from "./ChatHarness.ts"
 import {
   assertEcho,
   assertToolAnswer,
@@ -20,12 +20,7 @@ let h: ChatHarness
 beforeAll(async () => {
   h = await startChatHarness()
 }, 60_000)
-afterAll(async () => {
-  const replay = await h?.admin.call("POST", "/admin/replay")
-  await h?.close()
-  assert.strictEqual(replay?.status, 200)
-  assert.isTrue(replay?.body.ok, JSON.stringify(replay?.body))
-})
+afterAll(() => closeAfterReplay(h))
 
 const client = (key: string) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: h.gateway.url } })
 

@@ -9,7 +9,7 @@ import type { ChatCompletionChunk, ChatCompletionMessageParam } from "openai/res
 import { countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
 import { formatMicros, parseDecimal } from "../../../src/domain/Money.ts"
 import { assertBilled, type Expected, priceOf, settledLedger } from "./Billing.ts"
-import { type ChatHarness, SIM_MODELS, startChatHarness } from "./ChatHarness.ts"
+import { type ChatHarness, closeAfterReplay, SIM_MODELS, startChatHarness } from "./ChatHarness.ts"
 import {
   assertEcho,
   assertToolAnswer,
@@ -26,12 +26,7 @@ let h: ChatHarness
 beforeAll(async () => {
   h = await startChatHarness()
 }, 60_000)
-afterAll(async () => {
-  const replay = await h?.admin.call("POST", "/admin/replay")
-  await h?.close()
-  assert.strictEqual(replay?.status, 200)
-  assert.isTrue(replay?.body.ok, JSON.stringify(replay?.body))
-})
+afterAll(() => closeAfterReplay(h))
 
 const tools = [
   { type: "function" as const, function: { name: "get_weather", description: "Weather", parameters: weatherSchema } }

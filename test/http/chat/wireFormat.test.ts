@@ -6,18 +6,14 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { assertOpenAiSchema, openAiSchemaErrors } from "../../support/OpenAiSchema.ts"
 import { assertBilled, type Expected } from "./Billing.ts"
-import { type ChatHarness, type Customer, SIM_MODELS, startChatHarness } from "./ChatHarness.ts"
+import { type ChatHarness, closeAfterReplay, type Customer, SIM_MODELS, startChatHarness } from "./ChatHarness.ts"
 import { HELLO, WEATHER_PROMPT, weatherSchema, type Wire } from "./Fixtures.ts"
 
 let h: ChatHarness
 beforeAll(async () => {
   h = await startChatHarness()
 }, 60_000)
-afterAll(async () => {
-  const replay = await h?.admin.call("POST", "/admin/replay")
-  await h?.close()
-  assert.isTrue(replay?.body.ok, JSON.stringify(replay?.body))
-})
+afterAll(() => closeAfterReplay(h))
 
 const post = (path: string, customer: Customer, body: unknown) =>
   fetch(`${h.gateway.url}${path}`, {

@@ -4,6 +4,7 @@
  * streams deliver each image whole, and billing is one flat price per call — also for a text-only reply — while
  * tools, an unsupported image type and a blocked prompt are refused and cost nothing.
  */
+import { closeAfterReplay } from "../chat/ChatHarness.ts"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import OpenAI from "openai"
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions"
@@ -26,12 +27,7 @@ let h: ImageHarness
 beforeAll(async () => {
   h = await startImageHarness()
 }, 60_000)
-afterAll(async () => {
-  const replay = await h?.admin.call("POST", "/admin/replay")
-  await h?.close()
-  assert.strictEqual(replay?.status, 200)
-  assert.isTrue(replay?.body.ok, JSON.stringify(replay?.body))
-})
+afterAll(() => closeAfterReplay(h))
 
 const FLASH = "imgchat-2.5-flash-image"
 const PRO = "imgchat-3-pro-image-preview"

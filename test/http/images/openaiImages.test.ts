@@ -4,6 +4,7 @@
  * URIs (JSON), billing from the upstream's `usage.output_tokens` (+ input tokens), low quality several times cheaper
  * than high, and a moderation rejection refused with a hint to rephrase and not billed.
  */
+import { closeAfterReplay } from "../chat/ChatHarness.ts"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import OpenAI, { toFile } from "openai"
 import { formatMicros, parseDecimal } from "../../../src/domain/Money.ts"
@@ -24,12 +25,7 @@ let h: ImageHarness
 beforeAll(async () => {
   h = await startImageHarness()
 }, 60_000)
-afterAll(async () => {
-  const replay = await h?.admin.call("POST", "/admin/replay")
-  await h?.close()
-  assert.strictEqual(replay?.status, 200)
-  assert.isTrue(replay?.body.ok, JSON.stringify(replay?.body))
-})
+afterAll(() => closeAfterReplay(h))
 
 const MODEL = "imggen-2"
 const REFUSED = ["rejected"]
