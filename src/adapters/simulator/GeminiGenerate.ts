@@ -191,16 +191,28 @@ export const geminiGenerate = (
     ...(plan.text === undefined ? [] : splitByTokens(plan.text, TOKENS_PER_DELTA).map((text) => [{ text }])),
     ...(callPart === undefined ? [] : [[callPart]])
   ]
-  const lastChunk = chunks.pop() ?? [{ text: "" }]
-  // Without `alt=sse` the streaming method answers one JSON array of the same chunks.
+  return geminiStream(request, chunks, response)
+}
+
+/**
+ * `streamGenerateContent`'s answer from its chunks of parts: SSE with `alt=sse`, otherwise one JSON array of the same
+ * chunks; `response(parts, final)` puts the finish reason and the full usage on the last one.
+ */
+export const geminiStream = (
+  request: SimRequest,
+  chunks: ReadonlyArray<ReadonlyArray<unknown>>,
+  response: (parts: ReadonlyArray<unknown>, final: boolean) => unknown
+): SimReply => {
+  const head = chunks.slice(0, -1)
+  const last = chunks.at(-1) ?? [{ text: "" }]
   if (request.query.get("alt") !== "sse") {
-    return json(200, [...chunks.map((parts) => response(parts, false)), response(lastChunk, true)])
+    return json(200, [...head.map((parts) => response(parts, false)), response(last, true)])
   }
   return {
     _tag: "Sse",
     headers: {},
-    head: chunks.map((parts) => dataFrame(response(parts, false))),
-    tail: [dataFrame(response(lastChunk, true))],
+    head: head.map((parts) => dataFrame(response(parts, false))),
+    tail: [dataFrame(response(last, true))],
     filler: (n) => dataFrame(response([{ text: ` filler ${n}.` }], false)),
     error: dataFrame(geminiError(503, "The model is overloaded. Please try again later.")),
     malformed: `data: {"candidates":[{"content":{"role":"model","parts":[{"text":\n\n`

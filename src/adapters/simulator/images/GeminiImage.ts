@@ -5,7 +5,7 @@
  */
 import { countGeminiContents, countText, IMAGE_TOKENS, splitByTokens } from "../../tokenizer/Tokenizer.ts"
 import { geminiError } from "../ErrorEnvelopes.ts"
-import { checkGeminiAuth } from "../GeminiGenerate.ts"
+import { checkGeminiAuth, geminiStream } from "../GeminiGenerate.ts"
 import { arrayField, field, isRecord, type JsonRecord, stringField } from "../Json.ts"
 import { dataFrame, json, type SimContext, type SimReply, type SimRequest } from "../SimResponse.ts"
 import { drawPng, fitLongEdge, type ImageSize, readImageSize } from "./ImageFiles.ts"
@@ -217,17 +217,5 @@ export const geminiImage = (
     ...splitByTokens(caption, TOKENS_PER_DELTA).map((text) => [{ text }]),
     ...images.map((image) => [image])
   ]
-  const lastChunk = chunks.pop()!
-  if (request.query.get("alt") !== "sse") {
-    return json(200, [...chunks.map((parts) => response(parts, false)), response(lastChunk, true)])
-  }
-  return {
-    _tag: "Sse",
-    headers: {},
-    head: chunks.map((parts) => dataFrame(response(parts, false))),
-    tail: [dataFrame(response(lastChunk, true))],
-    filler: (n) => dataFrame(response([{ text: ` filler ${n}.` }], false)),
-    error: dataFrame(geminiError(503, "The model is overloaded. Please try again later.")),
-    malformed: `data: {"candidates":[{"content":{"role":"model","parts":[{"text":\n\n`
-  }
+  return geminiStream(request, chunks, response)
 }
