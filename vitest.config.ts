@@ -6,6 +6,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Every file: no API key or admin token in any log line or error response (test/support/SecretWatch.ts).
+    setupFiles: ["test/support/SecretWatch.ts"],
     reporters: ["default"]
   }
 })

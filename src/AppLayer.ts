@@ -3,7 +3,7 @@
  * `main.ts` reads the configuration and launches; tests build the same graph on an ephemeral port.
  */
 import { NodeHttpServer, NodeServices } from "@effect/platform-node"
-import { Effect, Layer, type Redacted } from "effect"
+import { Effect, Layer, Option, type Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import * as Database from "./adapters/store/Database.ts"
@@ -11,13 +11,37 @@ import * as PgAccounts from "./adapters/store/PgAccounts.ts"
 import * as PgEventStore from "./adapters/store/PgEventStore.ts"
 import * as PgKeys from "./adapters/store/PgKeys.ts"
 import * as PgReplay from "./adapters/store/PgReplay.ts"
+import * as ProjectionVersions from "./adapters/store/ProjectionVersions.ts"
+import * as PgStatements from "./adapters/store/PgStatements.ts"
 import { UpstreamClient } from "./adapters/upstream/UpstreamClient.ts"
 import { ChatGateway } from "./app/ChatGateway.ts"
 import { ImageGateway } from "./app/ImageGateway.ts"
+import { EmbeddingsGateway } from "./app/EmbeddingsGateway.ts"
+import { AudioGateway } from "./app/AudioGateway.ts"
+import * as EmbeddingsApi from "./http/EmbeddingsApi.ts"
+import * as AudioApi from "./http/AudioApi.ts"
+import { defaultVideoWorkerOptions, VideoTasks, type VideoWorkerOptions } from "./app/VideoTasks.ts"
+import * as FileContentStore from "./adapters/content/FileContentStore.ts"
+import * as VideosApi from "./http/VideosApi.ts"
 import { defaultLedgerOptions, Ledger, type LedgerOptions } from "./app/Ledger.ts"
 import { OperatorConfig, type OperatorConfigError } from "./app/OperatorConfig.ts"
 import type { SimulatorStartError } from "./adapters/simulator/Simulator.ts"
 import * as AdminApi from "./http/admin/AdminApi.ts"
+import * as StatementsApi from "./http/admin/StatementsApi.ts"
+import * as AuditApi from "./http/admin/AuditApi.ts"
+import * as ReplayApi from "./http/admin/ReplayApi.ts"
+import * as ModelsApi from "./http/admin/ModelsApi.ts"
+import * as AdminVideosApi from "./http/admin/AdminVideosApi.ts"
+import * as ConsoleApp from "./http/ConsoleApp.ts"
+import * as UsageApi from "./http/UsageApi.ts"
+import * as PgUsage from "./adapters/store/PgUsage.ts"
+import * as PgAudit from "./adapters/store/PgAudit.ts"
+import * as PgOperationalStats from "./adapters/store/PgOperationalStats.ts"
+import * as InProcessRateLimiter from "./adapters/ratelimit/InProcessRateLimiter.ts"
+import * as RedisRateLimiter from "./adapters/ratelimit/RedisRateLimiter.ts"
+import * as RateLimitTokens from "./app/RateLimitTokens.ts"
+import * as Tracing from "./adapters/telemetry/Tracing.ts"
+import { MetricsToken, PrometheusRegistry, scrape } from "./http/Metrics.ts"
 import * as ChatApi from "./http/ChatApi.ts"
 import * as ImagesApi from "./http/ImagesApi.ts"
 import { ImageFetcherService } from "./plugins/chat-image/ImageInputs.ts"
@@ -26,6 +50,7 @@ import * as DefaultCatalog from "./plugins/DefaultCatalog.ts"
 import * as PluginRegistry from "./plugins/PluginRegistry.ts"
 import * as PublicApi from "./http/PublicApi.ts"
 import { HttpSettings } from "./http/Route.ts"
+import { AuthThrottle, type AuthThrottleOptions, defaultAuthThrottleOptions } from "./http/AuthThrottle.ts"
 
 export interface AppOptions {
   readonly database: Database.DatabaseOptions
@@ -36,6 +61,18 @@ export interface AppOptions {
   readonly configPath?: string | undefined
   /** The guarded fetcher of user image links; `allowHosts` opens internal hosts (tests, internal deployments). */
   readonly imageFetch?: GuardedFetcherOptions | undefined
+  /** Where generated videos are kept (a directory); undefined → a temporary directory (tests). */
+  readonly contentDir: string
+  /** Video worker knobs (tests turn the loop off and drive `pollDue`, or shorten the lease). */
+  readonly video?: Partial<VideoWorkerOptions> | undefined
+  /** Failed-authentication throttling per client address (limits, and which proxies may name the client). */
+  readonly authThrottle?: Partial<AuthThrottleOptions> | undefined
+  /** Redis shared by every instance for rate limits; undefined → kept in this process. */
+  readonly redisUrl?: Redacted.Redacted<string> | undefined
+  /** `/metrics` asks for this bearer token when set; open otherwise. */
+  readonly metricsToken?: Redacted.Redacted<string> | undefined
+  /** Largest audio upload for transcription (413 past it); undefined → 25 MiB, OpenAI's own limit. */
+  readonly maxAudioBytes?: number | undefined
 }
 
 const operatorConfigLayer = (
@@ -61,6 +98,15 @@ export const servicesLayer = (options: AppOptions) => {
       })
     )
   )
+  // Several instances share rate limits through Redis; one instance keeps them in process.
+  const rateLimiter = Layer.unwrap(
+    Effect.map(OperatorConfig, (operator) =>
+      options.redisUrl === undefined
+        ? InProcessRateLimiter.layer(operator.rateLimits)
+        : RedisRateLimiter.layer(options.redisUrl, operator.rateLimits)
+    )
+  ).pipe(Layer.provide(config))
+  const countedLedger = RateLimitTokens.layer.pipe(Layer.provide(Layer.merge(ledger, rateLimiter)))
   const registry = PluginRegistry.layerFrom((id) =>
     options.configPath === undefined ? DefaultCatalog.SIMULATOR_OWNER : `tollgate:${id.split("-")[0]}`
   ).pipe(
@@ -68,26 +114,65 @@ export const servicesLayer = (options: AppOptions) => {
     Layer.provide(ImageFetcherService.layer.pipe(Layer.provide(GuardedFetcher.layer(options.imageFetch ?? {}))))
   )
   const core = Layer.mergeAll(
-    ledger,
+    countedLedger,
+    rateLimiter,
     PgAccounts.layer,
     PgKeys.layer,
     PgReplay.layer,
+    // Rebuilds, once, any projection whose code version moved past the stored one (before the server serves).
+    ProjectionVersions.layer(),
+    PgStatements.layer,
+    PgAudit.layer,
+    PgUsage.layer,
+    PgOperationalStats.layer,
     PgEventStore.layer,
     registry,
     Layer.succeed(HttpSettings, HttpSettings.of({ maxBodyBytes: options.maxBodyBytes })),
-    Layer.succeed(AdminApi.AdminToken, options.adminToken)
+    Layer.succeed(AdminApi.AdminToken, options.adminToken),
+    AudioApi.AudioSettings.layer(options.maxAudioBytes ?? AudioApi.DEFAULT_MAX_AUDIO_BYTES),
+    AuthThrottle.layerWith({ ...defaultAuthThrottleOptions, ...options.authThrottle }),
+    Layer.succeed(MetricsToken, Option.fromUndefinedOr(options.metricsToken))
   ).pipe(Layer.provideMerge(Layer.merge(store, config)))
-  return Layer.merge(ChatGateway.layer, ImageGateway.layer).pipe(Layer.provideMerge(core))
+  const videos = VideoTasks.layerWith({ ...defaultVideoWorkerOptions, ...options.video }).pipe(
+    Layer.provideMerge(FileContentStore.layer(options.contentDir))
+  )
+  return Layer.mergeAll(
+    ChatGateway.layer,
+    ImageGateway.layer,
+    EmbeddingsGateway.layer,
+    AudioGateway.layer,
+    PrometheusRegistry.layer,
+    videos
+  ).pipe(Layer.provideMerge(core))
 }
 
-export const routesLayer = Layer.mergeAll(AdminApi.layer, ChatApi.layer, ImagesApi.layer, PublicApi.layer)
+export const routesLayer = Layer.mergeAll(
+  AdminApi.layer,
+  StatementsApi.layer,
+  AuditApi.layer,
+  ReplayApi.layer,
+  ModelsApi.layer,
+  AdminVideosApi.layer,
+  UsageApi.layer,
+  ChatApi.layer,
+  ImagesApi.layer,
+  EmbeddingsApi.layer,
+  AudioApi.layer,
+  VideosApi.layer,
+  ConsoleApp.layer,
+  PublicApi.layer,
+  HttpRouter.add("GET", "/metrics", scrape)
+)
 
 /** The HTTP server on `host:port` (port 0 = ephemeral) serving every route over `services`. */
 export const serverLayer = <E, R>(
   services: Layer.Layer<R, E>,
-  listen: { readonly port: number; readonly host: string }
-) =>
-  HttpRouter.serve(routesLayer, { disableLogger: true, disableListenLog: true }).pipe(
+  listen: { readonly port: number; readonly host: string },
+  tracing?: Tracing.TracingOptions | undefined
+) => {
+  const server = HttpRouter.serve(routesLayer, { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provide(services),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: listen.port, host: listen.host }))
   )
+  return tracing === undefined ? server : server.pipe(Layer.provide(Tracing.layer(tracing)))
+}

@@ -7,6 +7,7 @@ import { Config, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { resolve } from "node:path"
 import { serverLayer, servicesLayer } from "./AppLayer.ts"
 import { adminTokenPath, ensureDemoAccount, loadOrCreateAdminToken } from "./app/FirstStart.ts"
+import { parseTrustProxy } from "./http/AuthThrottle.ts"
 
 const settings = Config.all({
   port: Config.Port("PORT").pipe(Config.withDefault(8080)),
@@ -14,10 +15,22 @@ const settings = Config.all({
   databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
   dataDir: Config.String("TOLLGATE_DATA_DIR").pipe(Config.withDefault("./data")),
   adminToken: Config.option(Config.Redacted("TOLLGATE_ADMIN_TOKEN")),
+  // Unset: /metrics is open (bind it to a private address or put it behind the proxy); set: Bearer required.
+  metricsToken: Config.option(Config.Redacted("TOLLGATE_METRICS_TOKEN")),
+  // Set: rate limits are shared by every instance through this Redis; unset: kept in this process.
+  redisUrl: Config.option(Config.Redacted("REDIS_URL")),
+  // Set: traces go to this OTLP/HTTP collector (`<endpoint>/v1/traces`), the standard OpenTelemetry variable.
+  otlpEndpoint: Config.option(Config.String("OTEL_EXPORTER_OTLP_ENDPOINT")),
   maxBodyBytes: Config.Int("TOLLGATE_MAX_BODY_BYTES").pipe(Config.withDefault(32 * 1024 * 1024)),
+  // Transcription uploads past this get a 413 before anything is held (OpenAI's own limit: 25 MiB).
+  maxAudioBytes: Config.Int("TOLLGATE_MAX_AUDIO_BYTES").pipe(Config.withDefault(25 * 1024 * 1024)),
   configPath: Config.option(Config.String("TOLLGATE_CONFIG")),
+  // Generated videos are kept here until they expire (default: <data dir>/content).
+  contentDir: Config.option(Config.String("TOLLGATE_CONTENT_DIR")),
   // Hosts or CIDRs the guarded fetcher may reach although they are private (internal deployments, tests).
-  fetchAllowHosts: Config.String("TOLLGATE_FETCH_ALLOW_HOSTS").pipe(Config.withDefault(""))
+  fetchAllowHosts: Config.String("TOLLGATE_FETCH_ALLOW_HOSTS").pipe(Config.withDefault("")),
+  // Off by default: x-forwarded-for names the client only when it comes from a proxy the operator trusts.
+  trustProxy: Config.String("TOLLGATE_TRUST_PROXY").pipe(Config.withDefault(""))
 })
 
 /** The banner goes straight to the terminal: it may carry secrets, so it never passes through the logger. */
@@ -43,19 +56,30 @@ const program = Effect.gen(function* () {
       new Error("TOLLGATE_ADMIN_TOKEN is required when DATABASE_URL is set (the admin API must have a token)")
     )
   }
+  const trustProxy = parseTrustProxy(config.trustProxy)
+  if (trustProxy === undefined) {
+    return yield* Effect.fail(
+      new Error("TOLLGATE_TRUST_PROXY: expected true, false, or a comma-separated list of proxy addresses or CIDRs")
+    )
+  }
   const services = servicesLayer({
     database: Option.isSome(config.databaseUrl)
       ? { kind: "postgres", url: config.databaseUrl.value }
       : { kind: "pglite", dataDir: `${dataDir}/pglite` },
     adminToken,
     maxBodyBytes: config.maxBodyBytes,
+    maxAudioBytes: config.maxAudioBytes,
+    metricsToken: Option.getOrUndefined(config.metricsToken),
+    redisUrl: Option.getOrUndefined(config.redisUrl),
     configPath: Option.getOrUndefined(config.configPath),
+    contentDir: resolve(Option.getOrElse(config.contentDir, () => `${dataDir}/content`)),
     imageFetch: {
       allowHosts: config.fetchAllowHosts
         .split(",")
         .map((host) => host.trim())
         .filter((host) => host.length > 0)
-    }
+    },
+    authThrottle: { trustProxy }
   })
   const firstStart = Layer.effectDiscard(
     Effect.gen(function* () {
@@ -79,7 +103,11 @@ const program = Effect.gen(function* () {
       yield* printBanner(lines)
     })
   ).pipe(Layer.provide(services))
-  const app = Layer.mergeAll(serverLayer(services, { port: config.port, host: config.host }), firstStart)
+  const tracing = Option.match(config.otlpEndpoint, {
+    onNone: () => undefined,
+    onSome: (endpoint) => ({ endpoint })
+  })
+  const app = Layer.mergeAll(serverLayer(services, { port: config.port, host: config.host }, tracing), firstStart)
   return yield* Layer.launch(app)
 })
 

@@ -1,5 +1,6 @@
 /** API keys: creation (shown once), listing without secrets, revocation, and authentication of a presented key. */
 import { Context, type Effect, Schema } from "effect"
+import type { RateLimits } from "../domain/keys/RateLimits.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreUnavailable } from "./StoreErrors.ts"
 
@@ -13,6 +14,8 @@ export interface KeyView {
   readonly expiresAt: string | null
   readonly models: ReadonlyArray<string> | null
   readonly spendLimit: bigint | null
+  /** The key's own limits; null figures fall back to the operator's defaults. */
+  readonly rateLimits: RateLimits
   readonly spent: bigint
   readonly held: bigint
   readonly revokedAt: string | null
@@ -23,6 +26,8 @@ export interface CreateKeyInput {
   readonly models: ReadonlyArray<string> | null
   readonly expiresAt: string | null
   readonly spendLimit: bigint | null
+  /** Omitted → none of its own (the operator's defaults apply). */
+  readonly rateLimits?: RateLimits | undefined
 }
 
 /** The identity a request acts as once its key is accepted. */
@@ -31,6 +36,8 @@ export interface AuthenticatedKey {
   readonly accountId: string
   readonly models: ReadonlyArray<string> | null
   readonly spendLimit: bigint | null
+  /** Omitted (requests made for tests and internal callers) → the operator's defaults. */
+  readonly rateLimits?: RateLimits | undefined
 }
 
 export class KeyNotFound extends Schema.TaggedError<KeyNotFound>()("KeyNotFound", { keyId: Schema.String }) {}

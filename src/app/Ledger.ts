@@ -8,7 +8,7 @@
 import { Clock, Context, Deferred, Effect, Layer, Queue, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { commitBatch } from "../adapters/store/LedgerStore.ts"
+import { type BatchOutcome, type Companion, commitBatch, KnownAccounts } from "../adapters/store/LedgerStore.ts"
 import { storeUnavailable } from "../adapters/store/PgEventStore.ts"
 import { formatMicros, type Micros } from "../domain/Money.ts"
 import type { Decision, LedgerCommand, LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
@@ -69,10 +69,13 @@ const describe = (rejection: LedgerRejection): string => {
 export const toLedgerError = (rejection: LedgerRejection): LedgerRejected =>
   new LedgerRejected({ reason: rejection._tag, message: describe(rejection) })
 
+export type { Companion }
+
 interface Pending {
   readonly command: LedgerCommand
   readonly metadata: Record<string, unknown>
-  readonly done: Deferred.Deferred<Decision, StoreUnavailable>
+  readonly companion: Companion | undefined
+  readonly done: Deferred.Deferred<BatchOutcome, StoreUnavailable>
 }
 
 const shardOf = (accountId: string, shards: number): number => {
@@ -111,6 +114,31 @@ export class Ledger extends Context.Service<
       holdId: string,
       reason: RefundReason
     ) => Effect.Effect<void, LedgerRejected | StoreUnavailable>
+    /**
+     * The three hold commands with a companion: events of another stream (a video task) committed in the same
+     * transaction, only if the ledger accepts the command. Fails with StreamVersionConflict when the companion's
+     * stream moved past `expected` (nothing was written).
+     */
+    readonly placeHoldWith: (
+      input: PlaceHoldInput,
+      companion: Companion
+    ) => Effect.Effect<
+      { readonly holdId: string; readonly expiresAt: string | null },
+      LedgerRejected | StoreUnavailable | StreamVersionConflict
+    >
+    readonly settleWith: (
+      accountId: string,
+      holdId: string,
+      cost: Micros,
+      usage: unknown,
+      companion: Companion
+    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable | StreamVersionConflict>
+    readonly releaseWith: (
+      accountId: string,
+      holdId: string,
+      reason: RefundReason,
+      companion: Companion
+    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable | StreamVersionConflict>
     /** Releases every pending hold past its expiry; returns how many this call released. */
     readonly sweepExpiredHolds: Effect.Effect<number, StoreUnavailable>
   }
@@ -121,12 +149,15 @@ export class Ledger extends Context.Service<
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const queues = yield* Effect.forEach(Array.from({ length: options.shards }), () => Queue.unbounded<Pending>())
+        // Accounts as this instance last committed them: a batch that needs nothing else skips its read. Each account
+        // has one shard, so one writer, and every write is still checked against the stream head in the database.
+        const known = new KnownAccounts()
 
         const runBatch = (batch: ReadonlyArray<Pending>) =>
           Effect.gen(function* () {
             const now = new Date(yield* Clock.currentTimeMillis)
-            const items = batch.map((p) => ({ command: p.command, metadata: p.metadata }))
-            const decisions = yield* commitBatch(items, now, randomUUID).pipe(
+            const items = batch.map((p) => ({ command: p.command, metadata: p.metadata, companion: p.companion }))
+            const decisions = yield* commitBatch(items, now, randomUUID, known).pipe(
               // Another instance created the same new stream first: decide again on fresh state.
               Effect.retry({ while: (e) => e instanceof StreamVersionConflict, times: 3 }),
               Effect.catchTag("StreamVersionConflict", (e) =>
@@ -153,15 +184,33 @@ export class Ledger extends Context.Service<
           )
         }
 
-        const submit = (command: LedgerCommand, metadata: Record<string, unknown> = {}) =>
+        const enqueue = (command: LedgerCommand, metadata: Record<string, unknown>, companion: Companion | undefined) =>
           Effect.gen(function* () {
-            const done = yield* Deferred.make<Decision, StoreUnavailable>()
-            yield* Queue.offer(queues[shardOf(command.accountId, options.shards)], { command, metadata, done })
+            const done = yield* Deferred.make<BatchOutcome, StoreUnavailable>()
+            yield* Queue.offer(queues[shardOf(command.accountId, options.shards)], {
+              command,
+              metadata,
+              companion,
+              done
+            })
             return yield* Deferred.await(done)
           })
 
+        /** Without a companion an outcome is always a ledger decision. */
+        const submit = (command: LedgerCommand, metadata: Record<string, unknown> = {}) =>
+          Effect.flatMap(enqueue(command, metadata, undefined), (outcome) =>
+            outcome._tag === "CompanionConflict"
+              ? Effect.die("a companion conflict on a command without a companion")
+              : Effect.succeed(outcome)
+          )
+
         const accepted = (decision: Decision) =>
           decision._tag === "Rejected" ? Effect.fail(toLedgerError(decision.rejection)) : Effect.succeed(decision)
+
+        const acceptedWith = (outcome: BatchOutcome) =>
+          outcome._tag === "CompanionConflict"
+            ? Effect.fail(new StreamVersionConflict({ stream: outcome.stream, expected: "the version read" }))
+            : accepted(outcome)
 
         const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
@@ -186,30 +235,43 @@ export class Ledger extends Context.Service<
           return { duplicate: decision.duplicate }
         })
 
-        const placeHold = Effect.fn("Ledger.placeHold")(function* (input: PlaceHoldInput) {
-          const nowMs = yield* Clock.currentTimeMillis
+        const holdCommand = (input: PlaceHoldInput, nowMs: number) => {
           const ttl = input.ttlSeconds === undefined ? options.holdTtlSeconds : input.ttlSeconds
           const expiresAt = ttl === null ? null : new Date(nowMs + ttl * 1000).toISOString()
-          const holdId = input.holdId ?? randomUUID()
-          yield* accepted(
-            yield* submit(
-              {
-                type: "PlaceHold",
-                accountId: input.accountId,
-                holdId,
-                amount: input.amount,
-                keyId: input.keyId,
-                keySpendLimit: input.keySpendLimit,
-                model: input.model,
-                plugin: input.plugin,
-                requestId: input.requestId,
-                expiresAt,
-                at: new Date(nowMs).toISOString()
-              },
-              { requestId: input.requestId, keyId: input.keyId }
-            )
-          )
-          return { holdId, expiresAt }
+          const command: LedgerCommand = {
+            type: "PlaceHold",
+            accountId: input.accountId,
+            holdId: input.holdId ?? randomUUID(),
+            amount: input.amount,
+            keyId: input.keyId,
+            keySpendLimit: input.keySpendLimit,
+            model: input.model,
+            plugin: input.plugin,
+            requestId: input.requestId,
+            expiresAt,
+            at: new Date(nowMs).toISOString()
+          }
+          return {
+            command,
+            metadata: { requestId: input.requestId, keyId: input.keyId },
+            holdId: command.holdId,
+            expiresAt
+          }
+        }
+
+        const placeHold = Effect.fn("Ledger.placeHold")(function* (input: PlaceHoldInput) {
+          const hold = holdCommand(input, yield* Clock.currentTimeMillis)
+          yield* accepted(yield* submit(hold.command, hold.metadata))
+          return { holdId: hold.holdId, expiresAt: hold.expiresAt }
+        })
+
+        const placeHoldWith = Effect.fn("Ledger.placeHoldWith")(function* (
+          input: PlaceHoldInput,
+          companion: Companion
+        ) {
+          const hold = holdCommand(input, yield* Clock.currentTimeMillis)
+          yield* acceptedWith(yield* enqueue(hold.command, hold.metadata, companion))
+          return { holdId: hold.holdId, expiresAt: hold.expiresAt }
         })
 
         const settle = Effect.fn("Ledger.settle")(function* (
@@ -222,6 +284,17 @@ export class Ledger extends Context.Service<
           yield* accepted(yield* submit({ type: "SettleHold", accountId, holdId, cost, usage, at }))
         })
 
+        const settleWith = Effect.fn("Ledger.settleWith")(function* (
+          accountId: string,
+          holdId: string,
+          cost: Micros,
+          usage: unknown,
+          companion: Companion
+        ) {
+          const at = yield* nowIso
+          yield* acceptedWith(yield* enqueue({ type: "SettleHold", accountId, holdId, cost, usage, at }, {}, companion))
+        })
+
         const release = Effect.fn("Ledger.release")(function* (
           accountId: string,
           holdId: string,
@@ -229,6 +302,16 @@ export class Ledger extends Context.Service<
         ) {
           const at = yield* nowIso
           yield* accepted(yield* submit({ type: "ReleaseHold", accountId, holdId, reason, at }))
+        })
+
+        const releaseWith = Effect.fn("Ledger.releaseWith")(function* (
+          accountId: string,
+          holdId: string,
+          reason: RefundReason,
+          companion: Companion
+        ) {
+          const at = yield* nowIso
+          yield* acceptedWith(yield* enqueue({ type: "ReleaseHold", accountId, holdId, reason, at }, {}, companion))
         })
 
         const sweepExpiredHolds = Effect.gen(function* () {
@@ -262,7 +345,17 @@ export class Ledger extends Context.Service<
           Effect.forkScoped
         )
 
-        return Ledger.of({ openAccount, deposit, placeHold, settle, release, sweepExpiredHolds })
+        return Ledger.of({
+          openAccount,
+          deposit,
+          placeHold,
+          settle,
+          release,
+          placeHoldWith,
+          settleWith,
+          releaseWith,
+          sweepExpiredHolds
+        })
       })
     )
 }

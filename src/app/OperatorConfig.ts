@@ -3,6 +3,7 @@
  * models with their prices, plugins, ledger and video settings. It is validated once at start and every problem is
  * reported as `path: message`; API keys come from `${VAR}` references and are kept `Redacted`.
  */
+import type { RateLimits } from "../domain/keys/RateLimits.ts"
 import { Config, Context, Effect, FileSystem, Layer, Option, Path, type Redacted, Result, Schema } from "effect"
 import { parseDocument } from "yaml"
 
@@ -60,6 +61,8 @@ export interface OperatorConfigData {
   /** Module specifiers to import; relative paths in the file are resolved against the file's folder. */
   readonly plugins: ReadonlyArray<string>
   readonly ledger: { readonly holdTtlSeconds: number }
+  /** The rate limits of keys created without their own (`null`: no limit of that kind). */
+  readonly rateLimits: RateLimits
   readonly video: {
     readonly pollIntervalMs: number
     readonly deadlineMinutes: number

@@ -69,6 +69,14 @@ export class ReplayMismatch extends Schema.TaggedError<ReplayMismatch>()("Replay
   }
 }
 
+export class AuditBroken extends Schema.TaggedError<AuditBroken>()("AuditBroken", {
+  summary: Schema.String
+}) {
+  override get message() {
+    return `audit verification failed: ${this.summary}`
+  }
+}
+
 export type CliFailure =
   | ServerUnreachable
   | AdminTokenMissing
@@ -77,3 +85,4 @@ export type CliFailure =
   | AdminRequestRejected
   | UnexpectedResponse
   | ReplayMismatch
+  | AuditBroken

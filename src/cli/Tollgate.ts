@@ -9,17 +9,22 @@ import packageJson from "../../package.json" with { type: "json" }
 import type { CliFailure } from "./CliErrors.ts"
 import { JsonOutput, ServerUrl } from "./CliSettings.ts"
 import { accounts } from "./commands/accounts.ts"
+import { audit } from "./commands/audit.ts"
 import { deposit } from "./commands/deposit.ts"
 import { keys } from "./commands/keys.ts"
 import { ledger } from "./commands/ledger.ts"
 import { replay } from "./commands/replay.ts"
+import { statement } from "./commands/statement.ts"
+import { videos } from "./commands/Videos.ts"
+import type { VideosFailure } from "./commands/VideosClient.ts"
 
 export const tollgate = Command.make("tollgate").pipe(
   Command.withDescription(
     "Administer a Tollgate gateway through its admin API. The admin token comes from TOLLGATE_ADMIN_TOKEN, " +
-      "else <data dir>/admin-token (TOLLGATE_DATA_DIR, default ./data)."
+      "else <data dir>/admin-token (TOLLGATE_DATA_DIR, default ./data). `tollgate videos` uses an API key from " +
+      "TOLLGATE_API_KEY instead."
   ),
-  Command.withSubcommands([accounts, deposit, keys, ledger, replay]),
+  Command.withSubcommands([accounts, audit, deposit, keys, ledger, replay, statement, videos]),
   Command.withGlobalFlags([ServerUrl, JsonOutput])
 )
 
@@ -54,7 +59,7 @@ export const cliLayer = Layer.mergeAll(
 export const runTollgate = (argv: ReadonlyArray<string>) =>
   Command.runWith(tollgate, { version: packageJson.version })(argv).pipe(
     Effect.as(exitCodes.ok as number),
-    Effect.catch((error: CliFailure | CliError.CliError) =>
+    Effect.catch((error: CliFailure | VideosFailure | CliError.CliError) =>
       CliError.isCliError(error)
         ? Effect.succeed(exitCodes.usage)
         : Effect.as(Console.error(`error: ${error.message}`), exitCodes.failure)

@@ -167,3 +167,64 @@ export const replayView = (report: ReplayReport): string => {
     ...mismatches.map((mismatch) => `  - ${mismatchText(mismatch)}`)
   ].join("\n")
 }
+
+/** A replay report with its timing, per-table row counts and (after `--apply`) what was rewritten. */
+export interface ReplaySummary extends ReplayReport {
+  readonly durationMs?: number | undefined
+  readonly eventsPerSecond?: number | undefined
+  readonly tables?: Readonly<Record<string, number>> | undefined
+  readonly repaired?: Readonly<Record<string, { readonly written: number; readonly deleted: number }>> | undefined
+  readonly caughtUp?: number | undefined
+  readonly pauseMs?: number | undefined
+}
+
+export const replaySummaryView = (report: ReplaySummary, mode: "verify" | "apply"): string => {
+  const timing =
+    report.durationMs === undefined
+      ? []
+      : [
+          `${(report.durationMs / 1000).toFixed(1)} s, ${report.eventsPerSecond ?? 0} events/s` +
+            (report.pauseMs === undefined ? "" : `, writers paused ${report.pauseMs} ms`) +
+            (report.caughtUp === undefined ? "" : `, ${report.caughtUp} events caught up under the lock`)
+        ]
+  const tables = Object.entries(report.tables ?? {}).map(([table, rows]) => ({
+    table,
+    rows,
+    ...report.repaired?.[table]
+  }))
+  const table =
+    tables.length === 0
+      ? []
+      : [
+          renderTable<(typeof tables)[number]>(
+            [
+              { header: "TABLE", cell: (r) => r.table },
+              { header: "ROWS", align: "right", cell: (r) => String(r.rows) },
+              ...(report.repaired === undefined
+                ? []
+                : [
+                    {
+                      header: "REWRITTEN",
+                      align: "right" as const,
+                      cell: (r: (typeof tables)[number]) => String(r.written ?? 0)
+                    },
+                    {
+                      header: "DELETED",
+                      align: "right" as const,
+                      cell: (r: (typeof tables)[number]) => String(r.deleted ?? 0)
+                    }
+                  ])
+            ],
+            tables
+          )
+        ]
+  if (mode === "verify") return [replayView(report), ...timing, ...table].join("\n")
+  const found = report.mismatches?.length ?? 0
+  return [
+    `Projections rebuilt in place (${report.events ?? 0} events, ${report.accounts ?? 0} accounts); ` +
+      `${found === 0 ? "no row differed" : `${found} differing row${found === 1 ? "" : "s"} repaired`}.`,
+    ...(report.mismatches ?? []).map((mismatch) => `  - ${mismatchText(mismatch)}`),
+    ...timing,
+    ...table
+  ].join("\n")
+}

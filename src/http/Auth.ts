@@ -6,7 +6,10 @@
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { type AuthenticatedKey, Keys } from "../app/Keys.ts"
+import { RateLimiter } from "../app/RateLimiter.ts"
+import { atResponseEnd } from "../app/RequestTelemetry.ts"
 import { apiError, type Dialect } from "./ApiError.ts"
+import { throttled } from "./AuthThrottle.ts"
 
 const bearer = (header: string | undefined): string | undefined => {
   if (header === undefined) return undefined
@@ -36,7 +39,13 @@ export const presentedKey = (request: HttpServerRequest.HttpServerRequest, diale
 export const authenticate = (dialect: Dialect) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    return yield* (yield* Keys).authenticate(presentedKey(request, dialect))
+    // Keys are looked up by their SHA-256 digest and the digests compared with timingSafeEqual (PgKeys.ts), so the
+    // time taken does not depend on how much of a guess was right. Failures count towards the address's throttle.
+    const key = yield* throttled((yield* Keys).authenticate(presentedKey(request, dialect)))
+    // The key's rate limits: a refusal is a 429 before anything is held; a slot is kept until the response ends.
+    const admission = yield* (yield* RateLimiter).admit(key.keyId, key.rateLimits)
+    yield* atResponseEnd(admission.release)
+    return key
   })
 
 /** A model outside the key's allow-list is a 403: the key is valid, the model is not granted to it. */

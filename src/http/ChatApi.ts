@@ -10,8 +10,9 @@ import { ModelNotFound } from "../app/ChatErrors.ts"
 import { PluginRegistry } from "../plugins/PluginRegistry.ts"
 import { badRequest, type Dialect, notFound } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
-import { readJson } from "./RequestBody.ts"
+import { chatShapeProblem, readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
+import { noteModel } from "../app/RequestTelemetry.ts"
 
 const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
@@ -31,7 +32,8 @@ const objectBody = (dialect: Dialect) =>
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       return yield* badRequest("the request body must be a JSON object")
     }
-    void dialect
+    const problem = chatShapeProblem(dialect, body as Record<string, unknown>)
+    if (problem !== undefined) return yield* problem
     return body as Record<string, unknown>
   })
 
@@ -65,6 +67,7 @@ const gemini = Effect.gen(function* () {
   const url = new URL(request.url, "http://x")
   const match = GEMINI_PATH.exec(url.pathname)
   if (match === null) return yield* notFound(`unknown path ${url.pathname}`, "unknown_path")
+  yield* noteModel(decodeURIComponent(match[1]))
   const key = yield* authenticate("google")
   const body = yield* objectBody("google")
   const stream = match[2] === "streamGenerateContent"

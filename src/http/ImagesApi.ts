@@ -10,34 +10,12 @@ import type { AuthenticatedKey } from "../app/Keys.ts"
 import type { ImageInput, ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
 import { type ApiError, badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
-import { readBytes, readJson } from "./RequestBody.ts"
+import { type Fields, optionalInteger, optionalString } from "./FormFields.ts"
+import { parseFormData, readBytes, readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
 
 const MAX_IMAGES_PER_REQUEST = 10
 const MAX_INPUT_IMAGES = 16
-
-type Fields = Readonly<Record<string, unknown>>
-
-const optionalString = (fields: Fields, name: string): Effect.Effect<string | undefined, ApiError> => {
-  const value = fields[name]
-  if (value === undefined || value === null || value === "") return Effect.succeed(undefined)
-  return typeof value === "string" ? Effect.succeed(value) : Effect.fail(badRequest(`${name}: expected a string`, name))
-}
-
-/** JSON numbers, or the strings multipart carries (`n=2`). */
-const optionalInteger = (
-  fields: Fields,
-  name: string,
-  min: number,
-  max: number
-): Effect.Effect<number | undefined, ApiError> => {
-  const raw = fields[name]
-  if (raw === undefined || raw === null || raw === "") return Effect.succeed(undefined)
-  const value = typeof raw === "string" ? Number(raw.trim()) : raw
-  return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max
-    ? Effect.succeed(value)
-    : Effect.fail(badRequest(`${name}: expected an integer from ${min} to ${max}`, name))
-}
 
 const oneOf = (
   fields: Fields,
@@ -50,12 +28,18 @@ const oneOf = (
       : Effect.fail(badRequest(`${name}: expected one of ${values.join(", ")}, got '${value}'`, name))
   )
 
+/** OpenAI's limit for GPT image models' prompts. */
+const MAX_PROMPT_CHARACTERS = 32_000
+
 /** The options generations and edits share; enums the vendor may extend stay open where the vendor's are. */
 const readOptions = (fields: Fields, images: ReadonlyArray<ImageInput>, mask: ImageInput | undefined) =>
   Effect.gen(function* () {
     const prompt = fields.prompt
     if (typeof prompt !== "string" || prompt.trim() === "") {
       return yield* badRequest("prompt: is required (a non-empty string)", "prompt")
+    }
+    if (prompt.length > MAX_PROMPT_CHARACTERS) {
+      return yield* badRequest(`prompt: at most ${MAX_PROMPT_CHARACTERS} characters (got ${prompt.length})`, "prompt")
     }
     const model = yield* optionalString(fields, "model")
     if (model === undefined) return yield* badRequest("model: is required", "model")
@@ -142,11 +126,7 @@ const multipartEdit = (contentType: string) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const bytes = yield* readBytes(request, yield* HttpSettings)
-    // Edge: the Fetch API's multipart parser (undici) is promise-based.
-    const form = yield* Effect.tryPromise({
-      try: () => new Response(bytes, { headers: { "content-type": contentType } }).formData(),
-      catch: () => badRequest("the multipart body could not be parsed", null, "invalid_body")
-    })
+    const form = yield* parseFormData(bytes, contentType)
     const fields: Record<string, unknown> = {}
     const files: Array<File> = []
     let mask: File | undefined

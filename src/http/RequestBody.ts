@@ -5,6 +5,7 @@
 import { Effect, Result, Schema, SchemaIssue } from "effect"
 import { HttpIncomingMessage, type HttpServerRequest } from "effect/http"
 import { type ApiError, apiError, badRequest } from "./ApiError.ts"
+import { noteModel } from "../app/RequestTelemetry.ts"
 
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>(
@@ -90,10 +91,24 @@ export const readJson = (request: HttpServerRequest.HttpServerRequest, limits: B
       try: () => utf8.decode(bytes),
       catch: () => badRequest("the request body is not valid UTF-8")
     })
-    return yield* Effect.try({
+    const body = yield* Effect.try({
       try: (): unknown => JSON.parse(text),
       catch: (error) => badRequest(`the request body is not valid JSON: ${(error as Error).message}`)
     })
+    if (typeof body === "object" && body !== null) yield* noteModel((body as { model?: unknown }).model)
+    return body
+  })
+
+/** Parses a multipart body already read within its limit (the Fetch API's parser, as the official SDKs send it). */
+export const parseFormData = (bytes: Uint8Array<ArrayBuffer>, contentType: string) =>
+  Effect.gen(function* () {
+    // Edge: the Fetch API's multipart parser (undici) is promise-based.
+    const form = yield* Effect.tryPromise({
+      try: () => new Response(bytes, { headers: { "content-type": contentType } }).formData(),
+      catch: () => badRequest("the multipart body could not be parsed", null, "invalid_body")
+    })
+    yield* noteModel(form.get("model"))
+    return form
   })
 
 export const readJsonAs = <S extends Schema.Top>(
@@ -101,3 +116,41 @@ export const readJsonAs = <S extends Schema.Top>(
   limits: BodyLimits,
   schema: S
 ): Effect.Effect<S["Type"], ApiError> => Effect.flatMap(readJson(request, limits), decodeWith(schema))
+
+const isCount = (value: unknown, min: number): boolean =>
+  typeof value === "number" && Number.isSafeInteger(value) && value >= min
+
+/**
+ * The shape checks the chat converters rely on but do not make: a wrong type here would otherwise reach the
+ * tokenizer or the BigInt pricing and surface as a 500. Everything else is left to the protocol converters.
+ */
+export const chatShapeProblem = (
+  dialect: "openai" | "anthropic" | "google",
+  body: Record<string, unknown>
+): ApiError | undefined => {
+  const list = dialect === "google" ? "contents" : "messages"
+  if (body[list] !== undefined && !Array.isArray(body[list])) return badRequest(`${list}: expected an array`, list)
+  const counts =
+    dialect === "google" ? [] : dialect === "anthropic" ? ["max_tokens"] : ["max_tokens", "max_completion_tokens", "n"]
+  for (const field of counts) {
+    const value = body[field]
+    if (value !== undefined && value !== null && !isCount(value, 1)) {
+      return badRequest(`${field}: expected a positive integer`, field)
+    }
+  }
+  if (dialect === "google") {
+    const config = body.generationConfig
+    if (config !== undefined && config !== null) {
+      if (typeof config !== "object" || Array.isArray(config)) {
+        return badRequest("generationConfig: expected an object", "generationConfig")
+      }
+      for (const field of ["maxOutputTokens", "candidateCount"]) {
+        const value = (config as Record<string, unknown>)[field]
+        if (value !== undefined && value !== null && !isCount(value, 1)) {
+          return badRequest(`generationConfig.${field}: expected a positive integer`, `generationConfig.${field}`)
+        }
+      }
+    }
+  }
+  return undefined
+}

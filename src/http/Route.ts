@@ -3,11 +3,14 @@
  * the store's — rendered as an ApiError in the envelope of the protocol that was called. Defects become a 500 in
  * that envelope with the request id, logged with their cause; nothing internal is echoed to the client.
  */
-import { Context, Effect, Layer } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Clock, Context, Effect, Layer, Stream } from "effect"
+import { HttpBody, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { formatMicros } from "../domain/Money.ts"
 import { type ApiError, apiError, type Dialect, dialectOf, errorResponse } from "./ApiError.ts"
+import type { RateLimited } from "../app/RateLimiter.ts"
+import { CurrentTelemetry, newTelemetry, type RequestTelemetry } from "../app/RequestTelemetry.ts"
+import { RequestMetrics } from "./Metrics.ts"
 
 export class HttpSettings extends Context.Service<HttpSettings, { readonly maxBodyBytes: number }>()(
   "tollgate/http/HttpSettings"
@@ -21,6 +24,14 @@ export const toApiError = (error: unknown): ApiError | undefined => {
   switch (tagged._tag) {
     case "ApiError":
       return error as ApiError
+    case "RateLimited": {
+      const limited = error as RateLimited
+      return apiError(429, limited.message, {
+        type: "rate_limit_error",
+        code: "rate_limit_exceeded",
+        headers: { "retry-after": String(limited.retryAfterSeconds) }
+      })
+    }
     case "StoreUnavailable":
       return apiError(503, "the ledger store is unavailable right now; nothing was charged, retry shortly", {
         code: "store_unavailable"
@@ -64,6 +75,27 @@ export const toApiError = (error: unknown): ApiError | undefined => {
           : { headers: { "retry-after": String(failed.retryAfterSeconds) } })
       })
     }
+    case "VideoNotFound":
+      return apiError(404, `No video found with id '${(error as { id: string }).id}'.`, {
+        code: "video_not_found",
+        param: "id"
+      })
+    case "VideoNotReady": {
+      const { id, status } = error as { id: string; status: string }
+      return apiError(
+        409,
+        status === "failed"
+          ? `Video '${id}' failed and has no content; see its error with GET /v1/videos/${id}.`
+          : `Video '${id}' is ${status}; its content can be downloaded once its status is completed.`,
+        { code: "video_not_ready" }
+      )
+    }
+    case "VideoExpired":
+      return apiError(410, `The content of video '${(error as { id: string }).id}' has expired and was deleted.`, {
+        code: "video_expired"
+      })
+    case "ContentStoreError":
+      return apiError(503, "the content store is unavailable right now; retry shortly", { code: "storage_unavailable" })
     case "KeyNotFound":
       return apiError(404, "no such API key", { code: "key_not_found" })
     case "KeyRejected": {
@@ -102,10 +134,12 @@ export const toApiError = (error: unknown): ApiError | undefined => {
 
 export type Handler<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
-/** Wraps a handler: request id, error envelopes, defects → logged 500. */
-export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect) =>
+/** Wraps a handler: request id, error envelopes, defects → logged 500, and the request's metrics. */
+export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect, pattern?: string) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
+    const started = yield* Clock.currentTimeNanos
+    const telemetry = newTelemetry()
     const requestId = `req_${randomUUID().replaceAll("-", "")}`
     const path = new URL(request.url, "http://x").pathname
     // The model list speaks Anthropic to a client that sends `anthropic-version` (the Anthropic SDK always does).
@@ -114,6 +148,8 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect) =>
       (path === "/v1/models" && request.headers["anthropic-version"] !== undefined ? "anthropic" : dialectOf(path))
     const response = yield* handler.pipe(
       Effect.provideService(RequestId, requestId),
+      Effect.provideService(CurrentTelemetry, telemetry),
+      Effect.onInterrupt(() => Effect.forEach(telemetry.atEnd.splice(0), (hook) => hook, { discard: true })),
       Effect.catchCause((cause) => {
         const failure = cause.reasons.find((r) => r._tag === "Fail")
         const mapped = failure === undefined ? undefined : toApiError(failure.error)
@@ -145,16 +181,37 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect) =>
         )
       })
     )
+    const finished = yield* untilResponseEnd(response, telemetry)
+    const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
+    const metrics = yield* RequestMetrics
+    metrics.observe({ route: pattern ?? path, method: request.method, status: response.status, seconds, telemetry })
     // `request-id` is the header the Anthropic SDK reads; `x-request-id` is everybody else's.
-    return HttpServerResponse.setHeaders(response, { "x-request-id": requestId, "request-id": requestId })
+    return HttpServerResponse.setHeaders(finished, { "x-request-id": requestId, "request-id": requestId })
   })
+
+/**
+ * Runs the request's end hooks when its response is over: a streamed body's end (completed, failed or the client
+ * gone), or now for any other body. A handler interrupted before answering runs them too (see `respond`).
+ */
+const untilResponseEnd = (response: HttpServerResponse.HttpServerResponse, telemetry: RequestTelemetry) => {
+  if (telemetry.atEnd.length === 0) return Effect.succeed(response)
+  const end = Effect.forEach(telemetry.atEnd.splice(0), (hook) => hook, { discard: true })
+  const body = response.body
+  if (body._tag !== "Stream") return Effect.as(end, response)
+  return Effect.succeed(
+    HttpServerResponse.setBody(
+      response,
+      HttpBody.stream(Stream.ensuring(body.stream, end), body.contentType, body.contentLength)
+    )
+  )
+}
 
 export const route = <E, R>(
   method: "GET" | "POST" | "DELETE" | "PUT" | "PATCH" | "*",
   path: HttpRouter.PathInput,
   handler: Handler<E, R>,
   dialect?: Dialect
-) => HttpRouter.add(method, path, respond(handler, dialect))
+) => HttpRouter.add(method, path, respond(handler, dialect, String(path)))
 
 export const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
 

@@ -1,6 +1,7 @@
 /** Schemas shared by the public and admin APIs. */
 import { Schema } from "effect"
 import { parseDecimal } from "../domain/Money.ts"
+import { isStorableText } from "../domain/StorableText.ts"
 
 const decimalProblem = (text: string): string | undefined => {
   if (parseDecimal(text) !== undefined) return undefined
@@ -20,7 +21,13 @@ export const PositiveDecimalAmount = DecimalAmount.check(
 
 export const Name = Schema.String.annotate({ message: "expected a string" }).check(
   Schema.makeFilter((text: string) =>
-    text.trim().length === 0 ? "must not be empty" : text.length > 200 ? "must be at most 200 characters" : undefined
+    text.trim().length === 0
+      ? "must not be empty"
+      : text.length > 200
+        ? "must be at most 200 characters"
+        : !isStorableText(text)
+          ? "must be valid text: no NUL characters or unpaired surrogates"
+          : undefined
   )
 )
 

@@ -8,17 +8,25 @@ import { UpstreamClient } from "../adapters/upstream/UpstreamClient.ts"
 import type { CatalogModel } from "../app/ModelCatalog.ts"
 import { ModelCatalog } from "../app/ModelCatalog.ts"
 import { OperatorConfig, type OperatorConfigData, OperatorConfigError } from "../app/OperatorConfig.ts"
+import { makeSpeechPlugin } from "./audio/SpeechPlugin.ts"
+import { makeTranscriptionPlugin } from "./audio/TranscriptionPlugin.ts"
 import { makeChatImagePlugin } from "./chat-image/ChatImagePlugin.ts"
 import { type ImageFetcher, ImageFetcherService } from "./chat-image/ImageInputs.ts"
 import { makeDedicatedImagePlugin } from "./dedicated-image/DedicatedImagePlugin.ts"
+import { makeEmbeddingsPlugin } from "./embeddings/EmbeddingsPlugin.ts"
 import {
   type ChatPlugin,
   type ImagesPlugin,
+  type VideosPlugin,
+  type EmbeddingsPlugin,
+  type TranscriptionPlugin,
+  type SpeechPlugin,
   type ModelPlugin,
   type PluginModel,
   pluginShapeProblems
 } from "./ModelPlugin.ts"
 import { makeTextPlugin } from "./text/TextPlugin.ts"
+import { makeVideoPlugin } from "./video/VideoPlugin.ts"
 
 /** A model served on the chat endpoints. */
 export interface RegisteredModel {
@@ -30,17 +38,29 @@ export interface RegisteredModel {
 export type ResolvedModel =
   | { readonly kind: "chat"; readonly plugin: ChatPlugin; readonly model: PluginModel }
   | { readonly kind: "images"; readonly plugin: ImagesPlugin; readonly model: PluginModel }
+  | { readonly kind: "videos"; readonly plugin: VideosPlugin; readonly model: PluginModel }
+  | { readonly kind: "embeddings"; readonly plugin: EmbeddingsPlugin; readonly model: PluginModel }
+  | { readonly kind: "transcription"; readonly plugin: TranscriptionPlugin; readonly model: PluginModel }
+  | { readonly kind: "speech"; readonly plugin: SpeechPlugin; readonly model: PluginModel }
 
 /** Where a model of each plugin kind is called; the other endpoints answer 400 with this address. */
 export const ENDPOINT_OF_KIND = {
   chat: "/v1/chat/completions",
-  images: "/v1/images/generations"
+  images: "/v1/images/generations",
+  videos: "/v1/videos",
+  embeddings: "/v1/embeddings",
+  transcription: "/v1/audio/transcriptions",
+  speech: "/v1/audio/speech"
 } as const
 
 export const wrongEndpointMessage = (modelId: string, kind: ResolvedModel["kind"]): string =>
   kind === "images"
     ? `'${modelId}' is a dedicated image model: call POST /v1/images/generations (or /v1/images/edits), not the chat endpoints`
-    : `'${modelId}' is a chat-style image model: call POST /v1/chat/completions (or the native :generateContent path), not the images API`
+    : kind === "videos"
+      ? `'${modelId}' is a video model: submit a task with POST /v1/videos, then poll GET /v1/videos/{id}`
+      : kind === "embeddings" || kind === "transcription" || kind === "speech"
+        ? `'${modelId}' is a${kind === "embeddings" ? "n embeddings" : ` ${kind}`} model: call POST ${ENDPOINT_OF_KIND[kind]}`
+        : `'${modelId}' is a chat-style image model: call POST /v1/chat/completions (or the native :generateContent path), not the images API`
 
 /** The output cap used for holds when neither the request nor the model config names one. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096
@@ -84,6 +104,24 @@ export const loadPlugins = (specifiers: ReadonlyArray<string>) =>
     return loaded.flatMap((result) => (result._tag === "Loaded" ? [result.plugin] : []))
   })
 
+/** A model with its plugin, tagged by the plugin's kind. */
+const resolvedOf = (plugin: ModelPlugin, model: PluginModel): ResolvedModel => {
+  switch (plugin.kind) {
+    case "chat":
+      return { kind: "chat", plugin, model }
+    case "images":
+      return { kind: "images", plugin, model }
+    case "videos":
+      return { kind: "videos", plugin, model }
+    case "embeddings":
+      return { kind: "embeddings", plugin, model }
+    case "transcription":
+      return { kind: "transcription", plugin, model }
+    case "speech":
+      return { kind: "speech", plugin, model }
+  }
+}
+
 export const buildRegistry = (
   config: OperatorConfigData,
   plugins: ReadonlyArray<ModelPlugin>,
@@ -121,12 +159,7 @@ export const buildRegistry = (
         pricing: model.pricing,
         maxOutputTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS
       }
-      entries.set(
-        model.id,
-        plugin.kind === "images"
-          ? { kind: "images", plugin, model: registered }
-          : { kind: "chat", plugin, model: registered }
-      )
+      entries.set(model.id, resolvedOf(plugin, registered))
       catalog.push({ id: model.id, ownedBy: ownedBy(model.id), created, displayName: model.id })
     })
     if (unavailable.length > 0) return yield* new OperatorConfigError({ source: "models", issues: unavailable })
@@ -149,7 +182,11 @@ export const builtinPlugins = (
 ): ReadonlyArray<ModelPlugin> => [
   makeTextPlugin(client),
   makeChatImagePlugin(client, fetcher),
-  makeDedicatedImagePlugin(client, fetcher)
+  makeDedicatedImagePlugin(client, fetcher),
+  makeVideoPlugin(client, fetcher),
+  makeEmbeddingsPlugin(client),
+  makeTranscriptionPlugin(client),
+  makeSpeechPlugin(client)
 ]
 
 /** Registry + catalog from the loaded operator config, with the built-in plugins and the configured ones. */

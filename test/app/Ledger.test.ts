@@ -1,5 +1,5 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
+import { Context, Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as PgAccounts from "../../src/adapters/store/PgAccounts.ts"
 import * as PgReplay from "../../src/adapters/store/PgReplay.ts"
@@ -90,6 +90,43 @@ for (const target of storeTargets) {
           ["AccountOpened", "FundsDeposited", "HoldPlaced", "UsageRecalculated", "RefundIssued"]
         )
       })
+    )
+
+    it.effect("what one instance remembers of an account never outlives another instance's write to it", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const accounts = yield* Accounts
+        // A second instance on the same database: its own writer, its own memory of accounts.
+        const other = Context.get(
+          yield* Layer.build(Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 })),
+          Ledger
+        )
+        const hold = (on: typeof ledger, amount: string) =>
+          on.placeHold({
+            accountId: account.id,
+            amount: usd(amount),
+            keyId: null,
+            keySpendLimit: null,
+            model: "m",
+            plugin: "text",
+            requestId: null
+          })
+        const account = yield* ledger.openAccount("two-instances")
+        yield* ledger.deposit(account.id, usd("10"), "d1")
+        const first = yield* hold(ledger, "1") // remembered here: 9.00 available
+        yield* hold(other, "4") // written there: 5.00 available in truth
+        const tooMuch = yield* Effect.flip(hold(ledger, "6"))
+        assert.strictEqual(tooMuch._tag === "LedgerRejected" && tooMuch.reason, "InsufficientBalance")
+        yield* other.release(account.id, first.holdId, "failed")
+        const settledTwice = yield* Effect.flip(ledger.settle(account.id, first.holdId, usd("1"), { tokens: 1 }))
+        assert.strictEqual(settledTwice._tag === "LedgerRejected" && settledTwice.reason, "HoldNotPending")
+        yield* hold(ledger, "6") // fits now: 10 - 4
+        const view = yield* accounts.get(account.id)
+        assert.strictEqual(view.held, usd("10"))
+        assert.strictEqual(view.captured, 0n)
+        const report = yield* (yield* Replay).verify
+        assert.deepStrictEqual(report.mismatches, [])
+      }).pipe(Effect.scoped)
     )
 
     it.effect("a deposit reference is deposited once", () =>

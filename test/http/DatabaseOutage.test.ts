@@ -4,11 +4,10 @@
  * proxy in front of the server that drops every connection and refuses new ones.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { Redacted } from "effect"
 import { randomUUID } from "node:crypto"
 import { createServer, type Server, type Socket, connect } from "node:net"
+import { runPostgres } from "../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
 
 const baseUrl = process.env.TEST_DATABASE_URL
@@ -43,14 +42,6 @@ class Outage {
   }
 }
 
-const runSql = (url: string, statement: string) =>
-  Effect.runPromise(
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      return yield* sql.unsafe(statement)
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
-  )
-
 describe.skipIf(baseUrl === undefined)("database outage (real Postgres)", () => {
   const database = `tollgate_t_${randomUUID().replaceAll("-", "").slice(0, 16)}`
   let gateway: TestGateway
@@ -58,7 +49,7 @@ describe.skipIf(baseUrl === undefined)("database outage (real Postgres)", () => 
 
   beforeAll(async () => {
     const url = new URL(baseUrl as string)
-    await runSql(baseUrl as string, `CREATE DATABASE ${database}`)
+    await runPostgres(baseUrl as string, `CREATE DATABASE ${database}`)
     outage = new Outage(
       { host: url.hostname, port: Number(url.port || 5432) },
       20_000 + Math.floor(Math.random() * 20_000)
@@ -74,7 +65,7 @@ describe.skipIf(baseUrl === undefined)("database outage (real Postgres)", () => 
   afterAll(async () => {
     await gateway?.close()
     await outage?.down()
-    await runSql(baseUrl as string, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+    await runPostgres(baseUrl as string, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
   })
 
   const admin = async (method: string, path: string, body?: unknown) => {

@@ -95,3 +95,26 @@ export const announceSkip = (target: StoreTarget): void => {
     console.warn(`[tollgate] ${target.skipReason}`)
   }
 }
+
+/** Runs one statement on a real Postgres (promise-based, for suites that start whole gateways). */
+export const runPostgres = (url: string, statement: string) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      return yield* sql.unsafe(statement)
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
+  )
+
+/** A new empty database on the server at `baseUrl`, for gateways that must share one; `drop` removes it. */
+export const createPostgresDatabase = async (
+  baseUrl: string
+): Promise<{ readonly url: string; drop(): Promise<void> }> => {
+  const name = `tollgate_t_${randomUUID().replaceAll("-", "").slice(0, 16)}`
+  await runPostgres(baseUrl, `CREATE DATABASE ${name}`)
+  return {
+    url: withUrl(new URL(baseUrl), name),
+    drop: async () => {
+      await runPostgres(baseUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    }
+  }
+}

@@ -5,9 +5,15 @@
 import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { serverLayer, servicesLayer } from "../../src/AppLayer.ts"
 import type { DatabaseOptions } from "../../src/adapters/store/Database.ts"
 import type { LedgerOptions } from "../../src/app/Ledger.ts"
+import type { VideoWorkerOptions } from "../../src/app/VideoTasks.ts"
+import type { AuthThrottleOptions } from "../../src/http/AuthThrottle.ts"
+import type { TracingOptions } from "../../src/adapters/telemetry/Tracing.ts"
 
 export interface TestGateway {
   readonly url: string
@@ -24,23 +30,48 @@ export const startTestGateway = async (
     readonly configPath?: string
     /** Hosts the guarded fetcher may reach although they are private (loopback test servers). */
     readonly fetchAllowHosts?: ReadonlyArray<string>
+    readonly video?: Partial<VideoWorkerOptions>
+    /** Where videos are stored; omitted → a temporary directory removed on close. */
+    readonly contentDir?: string
+    /** Largest transcription upload; omitted → 25 MiB. */
+    readonly maxAudioBytes?: number
+    /** `/metrics` bearer token; omitted → open. */
+    readonly metricsToken?: string
+    /** Redis for rate limits shared across instances; omitted → in process. */
+    readonly redisUrl?: string
+    /** An OTLP collector to send traces to; omitted → no tracing. */
+    readonly tracing?: TracingOptions
+    /** Failed-authentication throttling; omitted → the production defaults (20 a minute per address). */
+    readonly authThrottle?: Partial<AuthThrottleOptions>
   } = {}
 ): Promise<TestGateway> => {
   const adminToken = `tga_test_${randomBytes(16).toString("hex")}`
+  const ownContentDir = options.contentDir === undefined ? mkdtempSync(join(tmpdir(), "tollgate-content-")) : undefined
+  const contentDir = options.contentDir ?? (ownContentDir as string)
   const services = servicesLayer({
     database: options.database ?? { kind: "pglite", dataDir: undefined },
     adminToken: Redacted.make(adminToken),
     maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
     ...(options.ledger ? { ledger: options.ledger } : {}),
     configPath: options.configPath,
-    imageFetch: { allowHosts: options.fetchAllowHosts ?? [] }
+    imageFetch: { allowHosts: options.fetchAllowHosts ?? [] },
+    contentDir,
+    video: options.video,
+    maxAudioBytes: options.maxAudioBytes,
+    metricsToken: options.metricsToken === undefined ? undefined : Redacted.make(options.metricsToken),
+    redisUrl: options.redisUrl === undefined ? undefined : Redacted.make(options.redisUrl),
+    authThrottle: options.authThrottle
   })
+  const removeContent = () => {
+    if (ownContentDir !== undefined) rmSync(ownContentDir, { recursive: true, force: true })
+  }
   const scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(
-    Layer.buildWithScope(serverLayer(services, { port: 0, host: "127.0.0.1" }), scope)
+    Layer.buildWithScope(serverLayer(services, { port: 0, host: "127.0.0.1" }, options.tracing), scope)
   ).catch(async (error: unknown) => {
     // A failed start still opened resources (an embedded database): close them before reporting the failure.
     await Effect.runPromise(Scope.close(scope, Exit.void))
+    removeContent()
     throw error
   })
   const server = context.mapUnsafe.get(HttpServer.HttpServer.key) as HttpServer.HttpServer["Service"]
@@ -49,6 +80,6 @@ export const startTestGateway = async (
   return {
     url: `http://127.0.0.1:${address.port}`,
     adminToken,
-    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+    close: () => Effect.runPromise(Scope.close(scope, Exit.void)).finally(removeContent)
   }
 }

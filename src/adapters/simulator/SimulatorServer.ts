@@ -3,9 +3,13 @@
  * the fault knobs while writing. This file wraps node:http, timers and sockets, so it is where callbacks, Promises
  * and the one try/catch around JSON.parse live.
  */
+import { createReadStream } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { createMessage, countTokens, listAnthropicModels } from "./AnthropicMessages.ts"
+import type { AudioReply, StreamReply } from "./audio/AudioReply.ts"
+import { audioRoute } from "./audio/AudioRoutes.ts"
+import { makeAudioTools } from "./audio/AudioTools.ts"
 import { FAULT_HEADER, type FaultKnobs, resolveFaults } from "./Faults.ts"
 import { GEMINI_ROUTE, geminiGenerate } from "./GeminiGenerate.ts"
 import { geminiImage, isGeminiImageModel } from "./images/GeminiImage.ts"
@@ -29,6 +33,9 @@ import {
   type SseReply
 } from "./SimResponse.ts"
 import { DEFAULT_THINKING_SECRET } from "./ThinkingSignature.ts"
+import type { FileReply } from "./video/VideoFiles.ts"
+import { DEFAULT_VIDEO_MILLIS, makeVideoJobs } from "./video/VideoJobs.ts"
+import { videoRoute } from "./video/VideoRoutes.ts"
 
 export interface SimulatorOptions {
   /** Default 127.0.0.1. */
@@ -48,6 +55,8 @@ export interface SimulatorOptions {
   readonly toolCallIds?: "openai" | "kimi" | undefined
   /** The `created` timestamp in OpenAI replies; fixed so replies are byte-for-byte reproducible. */
   readonly createdSeconds?: number | undefined
+  /** Simulated wall-clock time of a video task from submit to its end (default 20 000 ms; queued for the first 10%). */
+  readonly videoMillis?: number | undefined
 }
 
 export interface RecordedCall {
@@ -90,7 +99,9 @@ const MAX_RECORDED = 500
 
 interface Route {
   readonly dialect: Dialect
-  readonly handle: (request: SimRequest, context: SimContext, replyTokens: number) => SimReply
+  /** A forced error's body when the route's envelope differs from its dialect's (Ark video tasks). */
+  readonly forcedBody?: ((status: number, requestId: string) => unknown) | undefined
+  readonly handle: (request: SimRequest, context: SimContext, replyTokens: number) => SimReply | FileReply | AudioReply
 }
 
 const route = (request: RawSimRequest): Route | undefined => {
@@ -160,6 +171,9 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
   let recorded: Array<RecordedCall> = []
   let closed = false
   const timers = new Set<NodeJS.Timeout>()
+  let baseUrl = ""
+  const videos = makeVideoJobs({ videoMillis: options.videoMillis ?? DEFAULT_VIDEO_MILLIS, baseUrl: () => baseUrl })
+  const audio = makeAudioTools()
 
   const later = (ms: number, run: () => void): void => {
     const timer = setTimeout(() => {
@@ -247,6 +261,46 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
     step(0)
   }
 
+  const writeFile = (res: ServerResponse, reply: FileReply, faults: FaultKnobs): void => {
+    if (faults.endless === true || faults.stallAfter !== undefined) return // the reply never comes
+    res.writeHead(200, { "content-type": reply.contentType, "content-length": String(reply.bytes) })
+    if (reply.headOnly || reply.bytes === 0) {
+      res.end()
+      return
+    }
+    const cutting = faults.cutAfter !== undefined
+    const file = createReadStream(reply.path, cutting ? { end: Math.floor(reply.bytes / 2) - 1 } : {})
+    file.once("error", () => res.destroy())
+    file.pipe(res, { end: !cutting })
+    if (cutting) file.once("end", () => later(5, () => cut(res)))
+  }
+
+  /** A body produced while it is written (speech from ffmpeg, transcripts as text); chunked unless its length is known. */
+  const writeStream = (res: ServerResponse, reply: StreamReply, faults: FaultKnobs): void => {
+    if (faults.endless === true || faults.stallAfter !== undefined) return // the reply never comes
+    if (closed || res.destroyed) return
+    const { body, stop } = reply.open()
+    res.once("close", () => {
+      if (!res.writableEnded) stop()
+    })
+    body.once("error", () => {
+      stop()
+      res.destroy()
+    })
+    res.writeHead(reply.status, reply.headers)
+    if (faults.cutAfter !== undefined) {
+      // Send the first chunk only, then drop the connection mid-body.
+      body.once("data", (chunk: Buffer) => {
+        body.pause()
+        stop()
+        res.write(chunk)
+        later(5, () => cut(res))
+      })
+      return
+    }
+    body.pipe(res)
+  }
+
   const respond = (res: ServerResponse, request: RawSimRequest): void => {
     if (request.method === "GET" && request.path === "/health") {
       writeJson(res, { status: 200, headers: {}, body: { ok: true } }, {})
@@ -268,7 +322,7 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
       takeInstanceFaults(),
       typeof request.headers[FAULT_HEADER] === "string" ? (request.headers[FAULT_HEADER] as string) : undefined
     )
-    const found = route(request)
+    const found = route(request) ?? videoRoute(request, videos) ?? audioRoute(request, audio)
     const send = (): void => {
       if (found === undefined) {
         writeJson(res, notFound(request), {})
@@ -288,15 +342,32 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
           {
             status: faults.status,
             headers: { ...retryAfter, "x-request-id": requestId, "request-id": requestId },
-            body: forcedError(found.dialect, faults.status, requestId)
+            body:
+              found.forcedBody === undefined
+                ? forcedError(found.dialect, faults.status, requestId)
+                : found.forcedBody(faults.status, requestId)
           },
           { malformed: faults.malformed }
         )
         return
       }
-      const reply = found.handle(request, context, faults.replyTokens ?? context.replyTokens)
-      if (reply._tag === "Json") writeJson(res, reply, reply.status === 200 ? faults : {})
-      else writeSse(res, reply, faults)
+      const write = (reply: SimReply | FileReply | AudioReply): void => {
+        if (reply._tag === "Json") writeJson(res, reply, reply.status === 200 ? faults : {})
+        else if (reply._tag === "File") writeFile(res, reply, faults)
+        else if (reply._tag === "Stream") writeStream(res, reply, reply.status === 200 ? faults : {})
+        else if (reply._tag === "Async") {
+          reply.run().then(
+            (settled) => {
+              if (!closed && !res.destroyed) write(settled)
+            },
+            () => {
+              if (!closed && !res.destroyed)
+                writeJson(res, { status: 500, headers: {}, body: forcedError(found.dialect, 500, "req_sim_500") }, {})
+            }
+          )
+        } else writeSse(res, reply, faults)
+      }
+      write(found.handle(request, context, faults.replyTokens ?? context.replyTokens))
     }
     if (faults.latencyMs !== undefined && faults.latencyMs > 0) later(faults.latencyMs, send)
     else send()
@@ -345,8 +416,9 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
       server.off("error", reject)
       const address = server.address() as AddressInfo
       const host = address.family === "IPv6" ? `[${address.address}]` : address.address
+      baseUrl = `http://${host}:${address.port}`
       resolve({
-        baseUrl: `http://${host}:${address.port}`,
+        baseUrl,
         port: address.port,
         apiKey,
         setFaults: (knobs, times) => {
@@ -362,13 +434,18 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
           recorded = []
         },
         close: () =>
-          new Promise<void>((done) => {
-            closed = true
-            for (const timer of timers) clearTimeout(timer)
-            timers.clear()
-            server.close(() => done())
-            server.closeAllConnections()
-          })
+          Promise.all([
+            new Promise<void>((done) => {
+              closed = true
+              for (const timer of timers) clearTimeout(timer)
+              timers.clear()
+              server.close(() => done())
+              server.closeAllConnections()
+            }),
+            // Stops running encodes and deletes the rendered files.
+            videos.close(),
+            audio.close()
+          ]).then(() => undefined)
       })
     })
   })

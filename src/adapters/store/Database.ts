@@ -6,9 +6,10 @@
 import { PGlite } from "@electric-sql/pglite"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
-import type { SqlClient } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import { mkdirSync } from "node:fs"
 import { migrate } from "./Migrations.ts"
+import { sealUnhashedEvents } from "./PgAudit.ts"
 import { pgliteStream } from "./PgliteDuplex.ts"
 
 export type StoreKind = "postgres" | "pglite"
@@ -51,7 +52,10 @@ export const layer = (
     options.kind === "postgres"
       ? postgresClient(options.url, options.maxConnections ?? 10)
       : pgliteClient(options.dataDir)
-  const migrated = Layer.effectDiscard(migrate()).pipe(Layer.provideMerge(client))
+  // Events from before tamper evidence get their hashes here, before anything else can write.
+  const migrated = Layer.effectDiscard(
+    Effect.andThen(migrate(), Effect.flatMap(SqlClient.SqlClient, sealUnhashedEvents))
+  ).pipe(Layer.provideMerge(client))
   return Layer.merge(migrated, Layer.succeed(StoreInfo, StoreInfo.of({ kind: options.kind })))
 }
 

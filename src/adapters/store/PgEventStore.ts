@@ -3,6 +3,8 @@
  * inside the caller's transaction when there is one, so projections written beside them commit or fail together.
  */
 import { Effect, Layer } from "effect"
+import { currentSchemaVersion, upcastLedgerEvent } from "../../domain/ledger/Upcast.ts"
+import { eventHash } from "./EventHash.ts"
 import { SqlClient, SqlError } from "effect/sql"
 import {
   type Checkpoint,
@@ -56,8 +58,9 @@ export const toStoredEvent = (row: EventRow): StoredEvent => ({
   streamPosition: row.stream_position,
   eventId: row.event_id,
   type: row.event_type,
-  schemaVersion: row.schema_version,
-  data: row.data,
+  // Readers see every event in the current version of its type.
+  schemaVersion: Math.max(row.schema_version, currentSchemaVersion(row.event_type)),
+  data: upcastLedgerEvent(row.event_type, row.schema_version, row.data),
   metadata: row.metadata,
   recordedAt: row.recorded_at
 })
@@ -78,11 +81,42 @@ export interface EventRecord {
   readonly data: unknown
   readonly metadata: Record<string, unknown>
   readonly recorded_at: string
+  /** Hex SHA-256 chained to the stream's previous event (EventHash.ts). */
+  readonly hash: string
 }
 
+/** The record columns as `jsonb_to_recordset` declares them. */
 export const EVENT_RECORD_COLUMNS =
   "stream_name text, stream_position bigint, event_id uuid, event_type text, schema_version smallint, data jsonb, " +
-  "metadata jsonb, recorded_at timestamptz"
+  "metadata jsonb, recorded_at timestamptz, hash text"
+
+/** `INSERT INTO events` from records: the events of a plan, one statement for any number of them. */
+export const insertEventsSql = (sql: SqlClient.SqlClient, records: ReadonlyArray<EventRecord>) => sql`
+  INSERT INTO events (stream_name, stream_position, event_id, event_type, schema_version, data, metadata, recorded_at,
+    hash)
+  SELECT stream_name, stream_position, event_id, event_type, schema_version, data, metadata, recorded_at,
+    decode(hash, 'hex')
+  FROM jsonb_to_recordset(${recordsJson(records)}::jsonb) AS t(${sql.literal(EVENT_RECORD_COLUMNS)})`
+
+/** Moves the heads of a plan's streams: version and the hash of the last event. */
+export const upsertHeadsSql = (sql: SqlClient.SqlClient, plan: AppendPlan) => sql`
+  INSERT INTO streams (stream_name, version, head_hash)
+  SELECT name, version, decode(hash, 'hex')
+  FROM jsonb_to_recordset(${recordsJson([...plan.versions].map(([name, version]) => ({ name, version, hash: plan.hashes.get(name) })))}::jsonb)
+    AS h(name text, version bigint, hash text)
+  ON CONFLICT (stream_name) DO UPDATE SET version = EXCLUDED.version, head_hash = EXCLUDED.head_hash`
+
+/** Locked stream heads: each stream's version (undefined = no head row yet) and its last event's hash. */
+export interface Heads extends ReadonlyMap<string, bigint | undefined> {
+  readonly hashes: ReadonlyMap<string, string>
+}
+
+export interface AppendPlan {
+  readonly records: Array<EventRecord>
+  readonly versions: Map<string, bigint>
+  /** Each appended stream's new head hash. */
+  readonly hashes: Map<string, string>
+}
 
 /**
  * Checks every expected version against the locked heads and numbers the events. Pure: the caller has locked the
@@ -90,11 +124,12 @@ export const EVENT_RECORD_COLUMNS =
  */
 export const planAppends = (
   appends: ReadonlyArray<StreamAppend>,
-  heads: ReadonlyMap<string, bigint | undefined>,
+  heads: Heads,
   recordedAt: Date
-): StreamVersionConflict | { readonly records: Array<EventRecord>; readonly versions: Map<string, bigint> } => {
+): StreamVersionConflict | AppendPlan => {
   const current = new Map(heads)
   const versions = new Map<string, bigint>()
+  const hashes = new Map<string, string>(heads.hashes)
   const records: Array<EventRecord> = []
   const at = recordedAt.toISOString()
   for (const append of appends) {
@@ -103,9 +138,10 @@ export const planAppends = (
       append.expected === "any" || (append.expected === "no_stream" ? version === 0n : version === append.expected)
     if (!ok) return new StreamVersionConflict({ stream: append.stream, expected: String(append.expected) })
     let position = version
+    let previous = hashes.get(append.stream) ?? null
     for (const event of append.events) {
       position += 1n
-      records.push({
+      const record = {
         stream_name: append.stream,
         stream_position: position.toString(),
         event_id: event.eventId,
@@ -114,24 +150,44 @@ export const planAppends = (
         data: event.data,
         metadata: event.metadata ?? {},
         recorded_at: at
+      }
+      previous = eventHash(previous, {
+        stream: record.stream_name,
+        position: record.stream_position,
+        eventId: record.event_id,
+        type: record.event_type,
+        schemaVersion: record.schema_version,
+        data: record.data,
+        metadata: record.metadata,
+        recordedAt: at
       })
+      records.push({ ...record, hash: previous })
     }
     current.set(append.stream, position)
+    if (previous !== null) hashes.set(append.stream, previous)
     if (append.events.length > 0) versions.set(append.stream, position)
   }
-  return { records, versions }
+  return { records, versions, hashes }
 }
 
 /** Locks the heads of `names` (in name order, so writers queue and never deadlock) and returns their versions. */
-export const lockHeads = (sql: SqlClient.SqlClient, names: ReadonlyArray<string>) =>
+export const lockHeads = (
+  sql: SqlClient.SqlClient,
+  names: ReadonlyArray<string>
+): Effect.Effect<Heads, SqlError.SqlError> =>
   Effect.map(
-    sql<{ stream_name: string; version: bigint }>`
-      SELECT stream_name, version FROM streams WHERE stream_name = ANY(${names}::text[])
+    sql<{ stream_name: string; version: bigint; head_hash: string | null }>`
+      SELECT stream_name, version, encode(head_hash, 'hex') AS head_hash FROM streams
+      WHERE stream_name = ANY(${names}::text[])
       ORDER BY stream_name FOR UPDATE`,
     (rows) => {
       const heads = new Map<string, bigint | undefined>(names.map((n) => [n, undefined]))
-      for (const row of rows) heads.set(row.stream_name, row.version)
-      return heads
+      const hashes = new Map<string, string>()
+      for (const row of rows) {
+        heads.set(row.stream_name, row.version)
+        if (row.head_hash !== null) hashes.set(row.stream_name, row.head_hash)
+      }
+      return Object.assign(heads, { hashes })
     }
   )
 
@@ -166,16 +222,7 @@ export const appendMany = (sql: SqlClient.SqlClient, appends: ReadonlyArray<Stre
     const plan = planAppends(appends, heads, recordedAt)
     if (plan instanceof StreamVersionConflict) return yield* plan
     if (plan.records.length > 0) {
-      yield* sql`
-        WITH appended AS (
-          INSERT INTO events (stream_name, stream_position, event_id, event_type, schema_version, data, metadata,
-            recorded_at)
-          SELECT * FROM jsonb_to_recordset(${recordsJson(plan.records)}::jsonb) AS t(${sql.literal(EVENT_RECORD_COLUMNS)})
-        )
-        INSERT INTO streams (stream_name, version)
-        SELECT * FROM jsonb_to_recordset(${recordsJson([...plan.versions].map(([name, version]) => ({ name, version })))}::jsonb)
-          AS h(name text, version bigint)
-        ON CONFLICT (stream_name) DO UPDATE SET version = EXCLUDED.version`.pipe(
+      yield* sql`WITH appended AS (${insertEventsSql(sql, plan.records)}) ${upsertHeadsSql(sql, plan)}`.pipe(
         conflictOnUniqueViolation(names.join(","))
       )
     }

@@ -3,6 +3,7 @@
  * written in one transaction. Presented keys are hashed and looked up by hash; the stored and computed digests are
  * then compared in constant time.
  */
+import { noRateLimits } from "../../domain/keys/RateLimits.ts"
 import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
@@ -17,6 +18,7 @@ import {
   type KeyCreated
 } from "../../domain/keys/ApiKey.ts"
 import { formatMicros } from "../../domain/Money.ts"
+import { makeKeyCache } from "./KeyCache.ts"
 import { appendMany, orUnavailable } from "./PgEventStore.ts"
 
 interface KeyRow {
@@ -29,13 +31,16 @@ interface KeyRow {
   expires_at: Date | null
   models: ReadonlyArray<string> | null
   spend_limit: bigint | null
+  rpm: number | null
+  tpm: number | null
+  concurrency: number | null
   spent: bigint
   held: bigint
   revoked_at: Date | null
 }
 
 const KEY_COLUMNS =
-  "id, account_id, name, prefix, created_at, last_used_at, expires_at, models, spend_limit, spent, held, revoked_at"
+  "id, account_id, name, prefix, created_at, last_used_at, expires_at, models, spend_limit, rpm, tpm, concurrency, spent, held, revoked_at"
 
 const iso = (value: Date | null) => (value === null ? null : value.toISOString())
 
@@ -49,6 +54,7 @@ const toView = (row: KeyRow): KeyView => ({
   expiresAt: iso(row.expires_at),
   models: row.models,
   spendLimit: row.spend_limit,
+  rateLimits: { rpm: row.rpm, tpm: row.tpm, concurrency: row.concurrency },
   spent: row.spent,
   held: row.held,
   revokedAt: iso(row.revoked_at)
@@ -64,6 +70,8 @@ export const layer = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const lastUsedWrites = new Map<string, number>()
+    // Accepted keys for a second: no query per request on a busy key; a revocation here forgets the key at once.
+    const keyCache = makeKeyCache()
 
     const accountExists = (accountId: string) =>
       Effect.gen(function* () {
@@ -78,7 +86,8 @@ export const layer = Layer.effect(
         }
       })
 
-    const create = Effect.fn("Keys.create")(function* (accountId: string, input: CreateKeyInput) {
+    const create = Effect.fn("Keys.create")(function* (accountId: string, given: CreateKeyInput) {
+      const input = { ...given, rateLimits: given.rateLimits ?? noRateLimits }
       yield* accountExists(accountId)
       const now = new Date(yield* Clock.currentTimeMillis)
       const key = formatKey(randomBytes(KEY_RANDOM_BYTES))
@@ -95,6 +104,7 @@ export const layer = Layer.effect(
           models: input.models,
           expiresAt: input.expiresAt,
           spendLimit: input.spendLimit === null ? null : formatMicros(input.spendLimit),
+          rateLimits: input.rateLimits,
           at: now.toISOString()
         }
       }
@@ -113,10 +123,11 @@ export const layer = Layer.effect(
               now
             )
             yield* sql`
-              INSERT INTO api_keys (id, account_id, name, prefix, key_hash, created_at, expires_at, models, spend_limit)
+              INSERT INTO api_keys (id, account_id, name, prefix, key_hash, created_at, expires_at, models, spend_limit,
+                rpm, tpm, concurrency)
               VALUES (${keyId}, ${accountId}, ${input.name}, ${event.data.prefix}, ${digest}, ${now},
                 ${input.expiresAt === null ? null : new Date(input.expiresAt)}, ${input.models}::text[],
-                ${input.spendLimit})`
+                ${input.spendLimit}, ${input.rateLimits.rpm}, ${input.rateLimits.tpm}, ${input.rateLimits.concurrency})`
           })
         )
         .pipe(
@@ -133,6 +144,7 @@ export const layer = Layer.effect(
         expiresAt: input.expiresAt,
         models: input.models,
         spendLimit: input.spendLimit,
+        rateLimits: input.rateLimits,
         spent: 0n,
         held: 0n,
         revokedAt: null
@@ -150,6 +162,8 @@ export const layer = Layer.effect(
 
     const revoke = Effect.fn("Keys.revoke")(function* (keyId: string) {
       if (!isUuid(keyId)) return yield* new KeyNotFound({ keyId })
+      // Forgotten before and after the write: a lookup racing the revocation cannot leave the key remembered.
+      keyCache.forget(keyId)
       const now = new Date(yield* Clock.currentTimeMillis)
       const row = yield* sql
         .withTransaction(
@@ -185,6 +199,7 @@ export const layer = Layer.effect(
           orUnavailable,
           Effect.catchTag("StreamVersionConflict", () => Effect.die("expected version any"))
         )
+      keyCache.forget(keyId)
       return toView(row)
     })
 
@@ -192,22 +207,28 @@ export const layer = Layer.effect(
       if (secret === undefined || secret.length === 0) return yield* new KeyRejected({ reason: "missing" })
       if (!isWellFormedKey(secret)) return yield* new KeyRejected({ reason: "malformed" })
       const digest = hashKey(secret)
+      const now = yield* Clock.currentTimeMillis
+      const remembered = keyCache.get(digest, now)
+      if (remembered === "expired") return yield* new KeyRejected({ reason: "expired" })
+      if (remembered !== undefined) return remembered
       const rows = yield* sql<{
         id: string
         account_id: string
         key_hash: Uint8Array
         models: ReadonlyArray<string> | null
         spend_limit: bigint | null
+        rpm: number | null
+        tpm: number | null
+        concurrency: number | null
         expires_at: Date | null
         revoked_at: Date | null
-      }>`SELECT id, account_id, key_hash, models, spend_limit, expires_at, revoked_at FROM api_keys
+      }>`SELECT id, account_id, key_hash, models, spend_limit, rpm, tpm, concurrency, expires_at, revoked_at FROM api_keys
          WHERE key_hash = ${digest}`.pipe(orUnavailable)
       const row = rows[0]
       if (row === undefined || !timingSafeEqual(Buffer.from(row.key_hash), digest)) {
         return yield* new KeyRejected({ reason: "unknown" })
       }
       if (row.revoked_at !== null) return yield* new KeyRejected({ reason: "revoked" })
-      const now = yield* Clock.currentTimeMillis
       if (row.expires_at !== null && row.expires_at.getTime() <= now) {
         return yield* new KeyRejected({ reason: "expired" })
       }
@@ -219,7 +240,14 @@ export const layer = Layer.effect(
           Effect.forkDetach
         )
       }
-      return { keyId: row.id, accountId: row.account_id, models: row.models, spendLimit: row.spend_limit }
+      const key = {
+        keyId: row.id,
+        accountId: row.account_id,
+        models: row.models,
+        spendLimit: row.spend_limit,
+        rateLimits: { rpm: row.rpm, tpm: row.tpm, concurrency: row.concurrency }
+      }
+      return keyCache.remember(digest, key, row.expires_at === null ? null : row.expires_at.getTime(), now)
     })
 
     return Keys.of({ create, list, revoke, authenticate })

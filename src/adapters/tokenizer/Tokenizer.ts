@@ -17,8 +17,31 @@ export const ATTACHMENT_TOKENS = 1000
 // Vendors treat `<|endoftext|>` in user text as plain text; the library would throw on it by default.
 const plainText = { disallowedSpecial: new Set<string>() }
 
+// BPE merges cost superlinear time in the length of one pre-token: a 50,000-character run without a space takes
+// seconds and blocks the event loop. Long texts are therefore encoded in chunks of about CHUNK characters, cut only
+// before a space that starts a word (o200k's pre-tokenizer never joins across that point, so ordinary text counts
+// exactly as in one piece), and a run longer than MAX_RUN without a space is cut every MAX_RUN characters: at most
+// one extra token per cut, an over-estimate a hold can carry.
+const MAX_RUN = 256
+const CHUNK = 4096
+const PIECE = new RegExp(` ?[^ ]{1,${MAX_RUN}}| +`, "g")
+const LONG_RUN = new RegExp(`[^ ]{${MAX_RUN + 1}}`)
+
 /** Tokens of a plain string. */
-export const countText = (text: string): number => (text.length === 0 ? 0 : encodeO200k(text, plainText).length)
+export const countText = (text: string): number => {
+  if (text.length === 0) return 0
+  if (text.length <= CHUNK && !LONG_RUN.test(text)) return encodeO200k(text, plainText).length
+  let total = 0
+  let chunk = ""
+  for (const match of text.matchAll(PIECE)) {
+    if (chunk.length + match[0].length > CHUNK) {
+      total += encodeO200k(chunk, plainText).length
+      chunk = ""
+    }
+    chunk += match[0]
+  }
+  return chunk.length === 0 ? total : total + encodeO200k(chunk, plainText).length
+}
 
 /** The longest prefix of `text` that fits in `maxTokens` tokens (cut on a token boundary). */
 export const truncateToTokens = (text: string, maxTokens: number): string => {

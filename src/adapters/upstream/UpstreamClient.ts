@@ -4,6 +4,7 @@
  * throughput of a pass-through. Effect is kept for the service, the errors and interruption: interrupting `request`, or
  * an Effect reading its body, aborts the upstream request and destroys its socket.
  */
+import { noteUpstreamTime } from "../../app/RequestTelemetry.ts"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { type Dispatcher, Pool } from "undici"
 import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
@@ -105,6 +106,7 @@ export class UpstreamClient extends Context.Service<
           idleMs: request.idleTimeoutMs ?? upstream.idleTimeoutMs
         }
         const failure = (cause: unknown) => reasonFromCause(cause, timeouts)
+        const sent = yield* Clock.currentTimeNanos
         const response = yield* Effect.callback<Dispatcher.ResponseData, UpstreamError>((resume, interrupted) => {
           const signal = request.signal === undefined ? interrupted : AbortSignal.any([interrupted, request.signal])
           pool
@@ -135,6 +137,8 @@ export class UpstreamClient extends Context.Service<
                 )
             )
         })
+        // The upstream's share of the request, for the metrics: the wait for its answer to start.
+        yield* noteUpstreamTime(Number((yield* Clock.currentTimeNanos) - sent) / 1e9)
         const body = new ResponseBody(response.body, upstream.name, failure)
         if (response.statusCode >= 200 && response.statusCode < 300) {
           return { status: response.statusCode, headers: response.headers, body } satisfies UpstreamResponse

@@ -62,7 +62,8 @@ export const AnthropicPaths = {
 export const GeminiPaths = {
   generateContent: (model: string) => `/v1beta/models/${segment(model)}:generateContent`,
   streamGenerateContent: (model: string) => `/v1beta/models/${segment(model)}:streamGenerateContent?alt=sse`,
-  countTokens: (model: string) => `/v1beta/models/${segment(model)}:countTokens`
+  countTokens: (model: string) => `/v1beta/models/${segment(model)}:countTokens`,
+  batchEmbedContents: (model: string) => `/v1beta/models/${segment(model)}:batchEmbedContents`
 } as const
 
 /** Paths under an Ark base URL (`…/api/v3`). */

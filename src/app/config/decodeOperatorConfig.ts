@@ -43,7 +43,14 @@ export const decodeOperatorConfig = (
   const expanded = expandEnv(raw, options.env)
   const issues: Array<string> = [...expanded.issues]
   const input = new Input(issues)
-  const root = input.object(expanded.value, "config", ["upstreams", "models", "plugins", "ledger", "video"])
+  const root = input.object(expanded.value, "config", [
+    "upstreams",
+    "models",
+    "plugins",
+    "ledger",
+    "video",
+    "rateLimits"
+  ])
   if (root === undefined) return Result.fail(issues)
 
   const upstreams = decodeUpstreams(input, root.upstreams)
@@ -54,6 +61,12 @@ export const decodeOperatorConfig = (
   })
   const ledger = input.object(root.ledger, "ledger", ["holdTtlSeconds"], false) ?? {}
   const video = input.object(root.video, "video", ["pollIntervalMs", "deadlineMinutes", "retentionDays"], false) ?? {}
+  const rateLimits = input.object(root.rateLimits, "rateLimits", ["rpm", "tpm", "concurrency"], false) ?? {}
+  // A default limit is optional: absent (or null) means none of that kind for keys without their own.
+  const limit = (name: "rpm" | "tpm" | "concurrency"): number | null =>
+    rateLimits[name] === undefined || rateLimits[name] === null
+      ? null
+      : input.positiveInt(rateLimits[name], `rateLimits.${name}`, 0)
   const config: OperatorConfigData = {
     upstreams,
     models,
@@ -65,6 +78,7 @@ export const decodeOperatorConfig = (
         OperatorConfigDefaults.holdTtlSeconds
       )
     },
+    rateLimits: { rpm: limit("rpm"), tpm: limit("tpm"), concurrency: limit("concurrency") },
     video: {
       pollIntervalMs: input.positiveInt(
         video.pollIntervalMs,

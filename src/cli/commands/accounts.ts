@@ -1,9 +1,13 @@
-import { Effect } from "effect"
-import { Argument, Command } from "effect/cli"
+import { Effect, Option, Schema } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { AccountDetails } from "../AdminApi.ts"
 import { AdminClient } from "../AdminClient.ts"
+import { UnexpectedResponse } from "../CliErrors.ts"
+import { ServerUrl } from "../CliSettings.ts"
 import { printAnswer } from "../Output.ts"
 import { nonBlankArgument } from "../Params.ts"
 import { accountCreatedView, accountDetailsView, accountListView } from "../Views.ts"
+import { adminRequest } from "../AdminRequest.ts"
 
 const create = Command.make(
   "create",
@@ -20,8 +24,24 @@ const create = Command.make(
 
 const show = Command.make(
   "show",
-  { accountId: Argument.String("accountId").pipe(Argument.withDescription("The account id")) },
-  Effect.fn("accounts.show")(function* ({ accountId }) {
+  {
+    accountId: Argument.String("accountId").pipe(Argument.withDescription("The account id")),
+    asOf: Flag.String("as-of").pipe(
+      Flag.withDescription("The balance as it was then: an ISO 8601 instant or a global position (inclusive)"),
+      Flag.optional
+    )
+  },
+  Effect.fn("accounts.show")(function* ({ accountId, asOf }) {
+    if (Option.isSome(asOf)) {
+      const text = yield* adminRequest(`/admin/accounts/${encodeURIComponent(accountId)}`, {
+        urlParams: { asOf: asOf.value }
+      })
+      const decoded = Schema.decodeUnknownOption(Schema.fromJsonString(AccountDetails))(text)
+      if (Option.isNone(decoded)) {
+        return yield* new UnexpectedResponse({ url: yield* ServerUrl, status: 200, detail: "not an account" })
+      }
+      return yield* printAnswer({ status: 200, body: JSON.parse(text), value: decoded.value }, accountDetailsView)
+    }
     const admin = yield* AdminClient
     yield* printAnswer(yield* admin.showAccount(accountId), accountDetailsView)
   })

@@ -27,6 +27,8 @@ export const isWellFormedKey = (text: string): boolean => /^sk-[0-9A-Za-z]{43}$/
 /** What listings show of a key: enough to recognise it, never enough to use it. */
 export const displayPrefix = (key: string): string => `${key.slice(0, 7)}…`
 
+import type { RateLimits } from "./RateLimits.ts"
+
 export interface KeyCreated {
   readonly type: "KeyCreated"
   readonly data: {
@@ -39,6 +41,8 @@ export interface KeyCreated {
     readonly models: ReadonlyArray<string> | null
     readonly expiresAt: string | null
     readonly spendLimit: string | null
+    /** Absent on keys created before rate limits existed: the operator's defaults apply. */
+    readonly rateLimits?: RateLimits
     readonly at: string
   }
 }

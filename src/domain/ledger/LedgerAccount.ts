@@ -10,6 +10,7 @@
  */
 import { formatMicros, MAX_MICROS, type Micros, min, parseDecimal } from "../Money.ts"
 import type { LedgerEvent, RefundReason } from "./LedgerEvent.ts"
+import { usageMetrics } from "./UsageMetrics.ts"
 
 export type HoldStatus = "pending" | "settled" | "released"
 
@@ -215,6 +216,7 @@ export const decide = (state: AccountState, command: LedgerCommand): Decision =>
             cost: formatMicros(command.cost),
             captured: formatMicros(captured),
             usage: command.usage,
+            metrics: usageMetrics(command.usage),
             at: command.at
           }
         }

@@ -2,6 +2,8 @@
  * The ledger's facts. Amounts travel as decimal strings ("1.250000") so the stored JSON is exact and readable by an
  * auditor; times are ISO 8601 instants. Every event of an account lives in the stream `account-<id>`.
  */
+import type { UsageMetrics } from "./UsageMetrics.ts"
+
 export type RefundReason = "unused" | "failed" | "rejected" | "expired" | "cancelled"
 
 export interface AccountOpened {
@@ -35,7 +37,10 @@ export interface HoldPlaced {
   }
 }
 
-/** The actual cost from real usage; resolves the hold by capturing `min(cost, held)`. */
+/**
+ * The actual cost from real usage; resolves the hold by capturing `min(cost, held)`. Schema version 2 added
+ * `metrics` (version-1 events are upcast on read, see Upcast.ts).
+ */
 export interface UsageRecalculated {
   readonly type: "UsageRecalculated"
   readonly data: {
@@ -44,6 +49,7 @@ export interface UsageRecalculated {
     readonly cost: string
     readonly captured: string
     readonly usage: unknown
+    readonly metrics: UsageMetrics
     readonly at: string
   }
 }

@@ -2,6 +2,7 @@
  * The admin API under /admin, guarded by `Authorization: Bearer <admin token>` (compared in constant time).
  * Money is rendered as decimal strings ("12.500000").
  */
+import { rateLimitProblem } from "../../domain/keys/RateLimits.ts"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { createHash, timingSafeEqual } from "node:crypto"
@@ -9,9 +10,10 @@ import { Accounts, type AccountView } from "../../app/Accounts.ts"
 import type { StoredEvent } from "../../app/EventStore.ts"
 import { Keys, type KeyView } from "../../app/Keys.ts"
 import { Ledger } from "../../app/Ledger.ts"
-import { Replay } from "../../app/Replay.ts"
+import { parseBound, Statements } from "../../app/Statements.ts"
 import { formatMicros, parseDecimal } from "../../domain/Money.ts"
-import { apiError, badRequest } from "../ApiError.ts"
+import { apiError, badRequest, notFound } from "../ApiError.ts"
+import { throttled } from "../AuthThrottle.ts"
 import { readJsonAs } from "../RequestBody.ts"
 import { HttpSettings, json, route } from "../Route.ts"
 import { DecimalAmount, IsoInstant, Name, PositiveDecimalAmount } from "../Schemas.ts"
@@ -20,7 +22,7 @@ export class AdminToken extends Context.Service<AdminToken, Redacted.Redacted<st
 
 const digest = (text: string) => createHash("sha256").update(text).digest()
 
-const requireAdmin = Effect.gen(function* () {
+const checkAdminToken = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const token = yield* AdminToken
   const header = request.headers.authorization ?? ""
@@ -33,7 +35,10 @@ const requireAdmin = Effect.gen(function* () {
   }
 })
 
-const admin = <A, E, R>(handler: Effect.Effect<A, E, R>) => Effect.andThen(requireAdmin, handler)
+// A wrong admin token counts towards the caller's failed-authentication throttle, like a wrong API key.
+export const requireAdmin = throttled(checkAdminToken)
+
+export const admin = <A, E, R>(handler: Effect.Effect<A, E, R>) => Effect.andThen(requireAdmin, handler)
 
 export const balanceView = (a: Pick<AccountView, "deposited" | "captured" | "held">) => ({
   deposited: formatMicros(a.deposited),
@@ -54,6 +59,7 @@ export const keyView = (k: KeyView) => ({
   expiresAt: k.expiresAt,
   models: k.models,
   spendLimit: k.spendLimit === null ? null : formatMicros(k.spendLimit),
+  rateLimits: k.rateLimits,
   spent: formatMicros(k.spent),
   held: formatMicros(k.held),
   revokedAt: k.revokedAt
@@ -79,11 +85,25 @@ export const ledgerEntry = (event: StoredEvent) => {
 
 const CreateAccount = Schema.Struct({ name: Name })
 const Deposit = Schema.Struct({ amount: PositiveDecimalAmount, reference: Name })
+/** A positive integer that fits a Postgres integer. */
+const RateLimitFigure = Schema.Number.annotate({ message: "expected a positive integer" }).check(
+  Schema.makeFilter((value: number) => rateLimitProblem(value))
+)
+
 const CreateKey = Schema.Struct({
   name: Name,
   models: Schema.optional(Schema.NullOr(Schema.Array(Name))),
   expiresAt: Schema.optional(Schema.NullOr(IsoInstant)),
-  spendLimit: Schema.optional(Schema.NullOr(DecimalAmount))
+  spendLimit: Schema.optional(Schema.NullOr(DecimalAmount)),
+  rateLimits: Schema.optional(
+    Schema.NullOr(
+      Schema.Struct({
+        rpm: Schema.optional(Schema.NullOr(RateLimitFigure)),
+        tpm: Schema.optional(Schema.NullOr(RateLimitFigure)),
+        concurrency: Schema.optional(Schema.NullOr(RateLimitFigure))
+      })
+    )
+  )
 })
 
 const pathParam = (name: string) => Effect.map(HttpRouter.params, (params) => params[name] ?? "")
@@ -129,7 +149,23 @@ export const layer = Layer.mergeAll(
     "/admin/accounts/:id",
     admin(
       Effect.gen(function* () {
-        const account = yield* (yield* Accounts).get(yield* pathParam("id"))
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const accountId = yield* pathParam("id")
+        const asOf = new URL(request.url, "http://x").searchParams.get("asOf")
+        if (asOf !== null && asOf !== "") {
+          // A past balance is folded from the events, not read from the projection.
+          const bound = parseBound(asOf)
+          if (bound === undefined) {
+            return yield* badRequest(
+              'asOf must be an ISO 8601 instant (such as "2026-01-31T00:00:00Z") or a global position (digits only)',
+              "asOf",
+              "invalid_parameter"
+            )
+          }
+          const state = yield* (yield* Statements).asOf(accountId, bound)
+          return json({ id: accountId, name: state.name, createdAt: state.createdAt, balance: balanceView(state) })
+        }
+        const account = yield* (yield* Accounts).get(accountId)
         return json(accountView(account))
       })
     )
@@ -174,7 +210,12 @@ export const layer = Layer.mergeAll(
           name: body.name.trim(),
           models: body.models ?? null,
           expiresAt: body.expiresAt == null ? null : new Date(body.expiresAt).toISOString(),
-          spendLimit: body.spendLimit == null ? null : (parseDecimal(body.spendLimit) as bigint)
+          spendLimit: body.spendLimit == null ? null : (parseDecimal(body.spendLimit) as bigint),
+          rateLimits: {
+            rpm: body.rateLimits?.rpm ?? null,
+            tpm: body.rateLimits?.tpm ?? null,
+            concurrency: body.rateLimits?.concurrency ?? null
+          }
         })
         return json({ ...keyView(created), key: created.key }, 201)
       })
@@ -214,14 +255,14 @@ export const layer = Layer.mergeAll(
       })
     )
   ),
+  // Any other path under /admin: 401 without the token (nothing to learn about which routes exist), else 404.
   route(
-    "POST",
-    "/admin/replay",
+    "*",
+    "/admin/*",
     admin(
-      Effect.gen(function* () {
-        const report = yield* (yield* Replay).verify
-        return json(report)
-      })
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+        Effect.fail(notFound(`no admin route ${request.method} ${new URL(request.url, "http://x").pathname}`))
+      )
     )
   )
 )

@@ -2,9 +2,9 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type BatchItem, commitBatch } from "../../../src/adapters/store/LedgerStore.ts"
+import { type BatchItem, type BatchOutcome, commitBatch } from "../../../src/adapters/store/LedgerStore.ts"
 import { accountStream } from "../../../src/domain/Ids.ts"
-import { type Decision, fold, initialState, type LedgerCommand } from "../../../src/domain/ledger/LedgerAccount.ts"
+import { fold, initialState, type LedgerCommand } from "../../../src/domain/ledger/LedgerAccount.ts"
 import type { LedgerEvent } from "../../../src/domain/ledger/LedgerEvent.ts"
 import { MAX_MICROS, parseDecimal } from "../../../src/domain/Money.ts"
 import { announceSkip, storeTargets } from "../../support/TestDatabase.ts"
@@ -59,8 +59,10 @@ const release = (accountId: string, holdId: string): LedgerCommand => ({
 const items = (...commands: ReadonlyArray<LedgerCommand>): ReadonlyArray<BatchItem> =>
   commands.map((command) => ({ command, metadata: { test: true } }))
 const commit = (...commands: ReadonlyArray<LedgerCommand>) => commitBatch(items(...commands), NOW, randomUUID)
-const outcomes = (decisions: ReadonlyArray<Decision>) =>
-  decisions.map((d) => (d._tag === "Accepted" ? (d.duplicate ? "Duplicate" : "Accepted") : d.rejection._tag))
+const outcomes = (decisions: ReadonlyArray<BatchOutcome>) =>
+  decisions.map((d) =>
+    d._tag === "Accepted" ? (d.duplicate ? "Duplicate" : "Accepted") : d._tag === "Rejected" ? d.rejection._tag : d._tag
+  )
 
 const streamTypes = (accountId: string) =>
   Effect.gen(function* () {
@@ -325,6 +327,97 @@ for (const target of storeTargets) {
           "HoldNotPending"
         ])
         yield* assertProjectionMatchesStream(account)
+      })
+    )
+
+    it.effect("a companion commits with its accepted command only, at its expected version, once per stream", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const a = randomUUID()
+        yield* commit(open(a), deposit(a, usd("1"), "seed"))
+        const task = `t-${randomUUID()}`
+        const companion = (expected: bigint | "no_stream", note: string, stream = task) => ({
+          stream,
+          expected,
+          events: [{ type: "TaskNoted", data: { note } }],
+          // The companion's read-model write joins the batch statement; a marker row proves it ran.
+          projection: (client: SqlClient.SqlClient) =>
+            client`INSERT INTO deposits (account_id, reference, amount, at) VALUES (${a}, ${`marker-${note}`}, 0, ${AT})`
+        })
+        const [h1, h2, h3] = [randomUUID(), randomUUID(), randomUUID()]
+        const decided = yield* commitBatch(
+          [
+            { command: placeHold(a, h1, usd("0.5")), metadata: {}, companion: companion("no_stream", "first") },
+            // Same new stream again in one batch: refused, and its hold is not placed.
+            { command: placeHold(a, h2, usd("0.1")), metadata: {}, companion: companion("no_stream", "second") },
+            // A fresh companion stream but a ledger rejection: nothing of it is written.
+            {
+              command: placeHold(a, h3, usd("5")),
+              metadata: {},
+              companion: companion("no_stream", "third", `${task}-other`)
+            }
+          ],
+          NOW,
+          randomUUID
+        )
+        assert.deepStrictEqual(outcomes(decided), ["Accepted", "CompanionConflict", "InsufficientBalance"])
+        const written = yield* sql<{ event_type: string; data: { note: string } }>`
+          SELECT event_type, data FROM events WHERE stream_name = ${task} ORDER BY stream_position`
+        assert.deepStrictEqual(
+          written.map((r) => r.data.note),
+          ["first"]
+        )
+        const markers = yield* sql<{ reference: string }>`
+          SELECT reference FROM deposits WHERE account_id = ${a} AND reference LIKE 'marker-%'`
+        assert.deepStrictEqual(
+          markers.map((r) => r.reference),
+          ["marker-first"]
+        )
+        assert.strictEqual((yield* sql`SELECT 1 FROM holds WHERE hold_id IN (${h2}, ${h3})`).length, 0)
+        assert.strictEqual((yield* sql`SELECT 1 FROM events WHERE stream_name = ${`${task}-other`}`).length, 0)
+        // A stale expected version is refused without failing the batch's other commands.
+        const later = yield* commitBatch(
+          [
+            { command: settle(a, h1, usd("0.2")), metadata: {}, companion: companion("no_stream", "stale") },
+            { command: deposit(a, usd("1"), "other"), metadata: {} }
+          ],
+          NOW,
+          randomUUID
+        )
+        assert.deepStrictEqual(outcomes(later), ["CompanionConflict", "Accepted"])
+        const settled = yield* commitBatch(
+          [{ command: settle(a, h1, usd("0.2")), metadata: {}, companion: companion(1n, "settled") }],
+          NOW,
+          randomUUID
+        )
+        assert.deepStrictEqual(outcomes(settled), ["Accepted"])
+        const version = yield* sql<{ version: string }>`SELECT version::text FROM streams WHERE stream_name = ${task}`
+        assert.strictEqual(version[0]?.version, "2")
+        yield* assertProjectionMatchesStream(a)
+      })
+    )
+
+    it.effect("batches committed at once by several writers (other instances) on one account never overspend", () =>
+      Effect.gen(function* () {
+        const a = randomUUID()
+        yield* commit(open(a), deposit(a, usd("10"), "seed"))
+        const key = yield* insertKey(a, usd("8"))
+        // Each batch reads the account before the others write: all but one collide on the stream position and are
+        // decided again with the head locked, on the state the winners left.
+        const decided = yield* Effect.forEach(
+          Array.from({ length: 24 }, () => randomUUID()),
+          (hold) => commit(placeHold(a, hold, usd("1"), key, usd("8"))),
+          { concurrency: "unbounded" }
+        )
+        const accepted = decided.filter((d) => d[0]._tag === "Accepted").length
+        assert.strictEqual(accepted, 8)
+        assert.deepStrictEqual(
+          [...new Set(decided.flatMap((d) => (d[0]._tag === "Rejected" ? [d[0].rejection._tag] : [])))],
+          ["SpendLimitExceeded"]
+        )
+        assert.deepStrictEqual(yield* keyRow(key), { spent: 0n, held: usd("8") })
+        assert.strictEqual(yield* streamVersion(a), 10n)
+        yield* assertProjectionMatchesStream(a)
       })
     )
 

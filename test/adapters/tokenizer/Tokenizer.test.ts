@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
+import { encode } from "gpt-tokenizer/encoding/o200k_base"
 import {
   countAnthropicMessages,
   countGeminiContents,
@@ -24,6 +25,20 @@ describe("countText (o200k_base)", () => {
 
   it("treats special-token text as plain text instead of throwing", () => {
     assert.strictEqual(countText("hi <|endoftext|> there"), 9)
+  })
+
+  it("counts long ordinary text exactly as one encoding would", () => {
+    const prose = "The quick brown fox, jumps over the lazy dog!\n".repeat(400)
+    assert.strictEqual(countText(prose), encode(prose).length)
+  })
+
+  it("counts a megabyte without whitespace in linear time, over-estimating by at most one token per cut", () => {
+    // One 5 MB pre-token would take minutes of BPE merges on the event loop (a request body can carry one).
+    const run = "x".repeat(5_000_000)
+    const tokens = countText(run)
+    const cuts = Math.ceil(run.length / 256)
+    assert.isAtLeast(tokens, encode("x".repeat(256)).length * (cuts - 1))
+    assert.isAtMost(tokens, encode("x".repeat(256)).length * cuts + cuts)
   })
 
   it("is deterministic", () => {

@@ -14,6 +14,7 @@ import {
 import type { LedgerEvent, RefundReason } from "../../../src/domain/ledger/LedgerEvent.ts"
 import { formatMicros, max, min, parseDecimal } from "../../../src/domain/Money.ts"
 
+const NO_METRICS = { inputTokens: 0, outputTokens: 0, images: 0, videoSeconds: 0 }
 const ACCOUNT = "acc-1"
 const AT = "2026-01-01T00:00:00.000Z"
 const usd = (text: string): bigint => parseDecimal(text) as bigint
@@ -195,7 +196,15 @@ describe("LedgerAccount decider", () => {
         holdPlaced("h0", "2", "k1"),
         {
           type: "UsageRecalculated",
-          data: { accountId: ACCOUNT, holdId: "h0", cost: "1.000000", captured: "1.000000", usage: null, at: AT }
+          data: {
+            accountId: ACCOUNT,
+            holdId: "h0",
+            cost: "1.000000",
+            captured: "1.000000",
+            usage: null,
+            metrics: NO_METRICS,
+            at: AT
+          }
         },
         {
           type: "RefundIssued",
@@ -246,6 +255,7 @@ describe("LedgerAccount decider", () => {
             cost: "1.500000",
             captured: "1.500000",
             usage: { tokens: 1 },
+            metrics: NO_METRICS,
             at: AT
           }
         },
@@ -276,6 +286,7 @@ describe("LedgerAccount decider", () => {
             cost: "4.000000",
             captured: "4.000000",
             usage: { tokens: 1 },
+            metrics: NO_METRICS,
             at: AT
           }
         }
@@ -304,6 +315,7 @@ describe("LedgerAccount decider", () => {
             cost: "5.000000",
             captured: "4.000000",
             usage: { tokens: 1 },
+            metrics: NO_METRICS,
             at: AT
           }
         },
@@ -332,6 +344,7 @@ describe("LedgerAccount decider", () => {
             cost: "7.000000",
             captured: "4.000000",
             usage: { tokens: 1 },
+            metrics: NO_METRICS,
             at: AT
           }
         },

@@ -3,9 +3,9 @@
  * (the gateway never forwards a client's `x-sim-fault` upstream, so faults are set on the simulator itself), plus
  * fallback models whose first upstream is a closed port or a simulator that always answers 500.
  */
+import { freePort } from "../../support/Ports.ts"
 import { assert } from "@effect/vitest"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
@@ -26,17 +26,6 @@ export interface ChatHarness {
   readonly admin: Admin
   close(): Promise<void>
 }
-
-const closedPort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
 
 const configYaml = (sim: string, broken: string, kimi: string, deadPort: number): string => `
 upstreams:
@@ -63,7 +52,7 @@ export const startChatHarness = async (): Promise<ChatHarness> => {
   const kimi = await startSimulator({ toolCallIds: "kimi" })
   const dir = mkdtempSync(join(tmpdir(), "tollgate-chat-"))
   const configPath = join(dir, "tollgate.yaml")
-  writeFileSync(configPath, configYaml(sim.baseUrl, broken.baseUrl, kimi.baseUrl, await closedPort()))
+  writeFileSync(configPath, configYaml(sim.baseUrl, broken.baseUrl, kimi.baseUrl, await freePort()))
   const gateway = await startTestGateway({ configPath })
   return {
     gateway,
@@ -140,9 +129,16 @@ export const makeAdmin = (gateway: TestGateway): Admin => {
       if (key.status !== 201) throw new Error(`key: ${JSON.stringify(key.body)}`)
       return { accountId: account.body.id, keyId: key.body.id, key: key.body.key }
     },
+    // Every entry, following `next` past the page limit.
     ledger: async (accountId) => {
-      const response = await call("GET", `/admin/accounts/${accountId}/ledger?limit=1000`)
-      return response.body.data
+      const entries: Array<LedgerEntry> = []
+      let after = 0
+      for (;;) {
+        const response = await call("GET", `/admin/accounts/${accountId}/ledger?after=${after}&limit=1000`)
+        entries.push(...response.body.data)
+        if (response.body.next === null || response.body.next === undefined) return entries
+        after = response.body.next
+      }
     },
     balance: async (accountId) => (await call("GET", `/admin/accounts/${accountId}`)).body.balance
   }

@@ -28,7 +28,7 @@ describe("the images plugin kind", () => {
     const { generate: _generate, ...incomplete } = byId("dedicated-image") as Extract<ModelPlugin, { kind: "images" }>
     assert.deepStrictEqual(pluginShapeProblems(incomplete), ["generate: expected a function"])
     assert.deepStrictEqual(pluginShapeProblems({ ...incomplete, generate: () => 0, kind: "video" }), [
-      'kind: expected "chat" or "images"',
+      'kind: expected "chat", "images", "videos", "embeddings", "transcription" or "speech"',
       "invoke: expected a function"
     ])
   })

@@ -1,0 +1,193 @@
+/**
+ * The console's only way to the gateway: the same admin and /v1 endpoints scripts use, with the secret in the
+ * Authorization header (never in a URL). The secret lives in sessionStorage for the tab's life, nowhere else.
+ */
+
+export type Role = "operator" | "holder"
+
+export interface Session {
+  readonly role: Role
+  readonly secret: string
+}
+
+const SESSION_KEY = "tollgate.console.session"
+
+export const loadSession = (): Session | null => {
+  const raw = sessionStorage.getItem(SESSION_KEY)
+  if (raw === null) return null
+  try {
+    const parsed = JSON.parse(raw) as Session
+    return parsed.role === "operator" || parsed.role === "holder" ? parsed : null
+  } catch {
+    return null
+  }
+}
+
+export const saveSession = (session: Session | null) => {
+  if (session === null) sessionStorage.removeItem(SESSION_KEY)
+  else sessionStorage.setItem(SESSION_KEY, JSON.stringify(session))
+}
+
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code: string | null
+  ) {
+    super(message)
+  }
+}
+
+const failureOf = async (response: Response): Promise<ApiFailure> => {
+  let message = `${response.status} ${response.statusText}`
+  let code: string | null = null
+  try {
+    const body = (await response.json()) as { error?: { message?: string; code?: string | null } }
+    if (body.error?.message) message = body.error.message
+    code = body.error?.code ?? null
+  } catch {
+    // not JSON: keep the status line
+  }
+  return new ApiFailure(response.status, message, code)
+}
+
+export interface Client {
+  json<T>(path: string, init?: { method?: string; body?: unknown }): Promise<T>
+  blob(path: string): Promise<Blob>
+}
+
+export const client = (secret: string): Client => {
+  const request = async (path: string, init: { method?: string; body?: unknown } = {}) => {
+    let response: Response
+    try {
+      response = await fetch(path, {
+        method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+        headers: {
+          authorization: `Bearer ${secret}`,
+          ...(init.body === undefined ? {} : { "content-type": "application/json" })
+        },
+        body: init.body === undefined ? undefined : JSON.stringify(init.body),
+        credentials: "omit",
+        cache: "no-store"
+      })
+    } catch {
+      throw new ApiFailure(0, "the gateway cannot be reached", "network_error")
+    }
+    if (!response.ok) throw await failureOf(response)
+    return response
+  }
+  return {
+    json: async <T>(path: string, init?: { method?: string; body?: unknown }) =>
+      (await (await request(path, init)).json()) as T,
+    blob: async (path: string) => (await request(path)).blob()
+  }
+}
+
+// ---- wire shapes (money is always a decimal string) ----
+
+export interface Balance {
+  readonly deposited: string
+  readonly captured: string
+  readonly held: string
+  readonly available: string
+}
+export interface Account {
+  readonly id: string
+  readonly name: string
+  readonly createdAt: string
+  readonly balance: Balance
+}
+export interface KeyInfo {
+  readonly id: string
+  readonly name: string
+  readonly prefix: string
+  readonly createdAt: string
+  readonly lastUsedAt: string | null
+  readonly expiresAt: string | null
+  readonly models: ReadonlyArray<string> | null
+  readonly spendLimit: string | null
+  readonly spent: string
+  readonly held: string
+  readonly revokedAt: string | null
+}
+export interface CreatedKey extends KeyInfo {
+  readonly key: string
+}
+export interface LedgerEntry {
+  readonly position: number
+  readonly globalPosition: number
+  readonly type: string
+  readonly amount: string | null
+  readonly holdId: string | null
+  readonly requestId: string | null
+  readonly keyId: string | null
+  readonly model: string | null
+  readonly at: string
+  readonly data: Record<string, unknown>
+}
+export interface UsageLine {
+  readonly day?: string
+  readonly model?: string
+  readonly requests: number
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly images: number
+  readonly videoSeconds: number
+  readonly cost: string
+}
+export interface Video {
+  readonly id: string
+  readonly model: string
+  readonly status: "queued" | "in_progress" | "completed" | "failed"
+  readonly progress: number
+  readonly created_at: number
+  readonly completed_at: number | null
+  readonly prompt: string
+  readonly size: string
+  readonly seconds: string
+  readonly error: { readonly code: string; readonly message: string } | null
+  readonly charge: {
+    readonly held: string
+    readonly captured: string | null
+    readonly refunded: string | null
+    readonly video_tokens?: number
+  }
+}
+export interface CatalogEntry {
+  readonly id: string
+  readonly kind: string | null
+  readonly endpoint: string | null
+  readonly plugin: string | null
+  readonly ownedBy: string
+  readonly pricing: Record<string, string>
+}
+export interface KeyBalance {
+  readonly balance: string
+  readonly held: string
+  readonly available: string
+  readonly key: {
+    readonly id: string
+    readonly spent: string
+    readonly held: string
+    readonly spendLimit: string | null
+  }
+}
+
+/**
+ * Exact difference of two decimal money strings ("0.052000"), computed on integer micro-dollars: the console never
+ * does float arithmetic on money.
+ */
+export const subtractMoney = (a: string, b: string): string => {
+  const micros = (s: string) => {
+    const negative = s.startsWith("-")
+    const [whole, fraction = ""] = s.replace(/^[-+]/, "").split(".")
+    const value = BigInt(whole || "0") * 1_000_000n + BigInt((fraction + "000000").slice(0, 6))
+    return negative ? -value : value
+  }
+  const diff = micros(a) - micros(b)
+  const abs = diff < 0n ? -diff : diff
+  const text = `${abs / 1_000_000n}.${(abs % 1_000_000n).toString().padStart(6, "0")}`
+  return diff < 0n ? `-${text}` : text
+}
+
+export const shortDate = (iso: string | null) => (iso === null ? "—" : iso.replace("T", " ").slice(0, 19))

@@ -1,0 +1,148 @@
+/**
+ * OpenAI's `POST /v1/audio/speech` (shared/protocols.md §7.3): real audio from `SpeechAudio.ts`. `wav` and `pcm` are
+ * written directly with a content length; `mp3`, `opus` (Ogg), `aac` (ADTS) and `flac` go through the bundled ffmpeg
+ * and stream chunked as ffmpeg produces them. A format whose encoder the binary lacks answers 400 naming it.
+ * `instructions` is accepted and ignored; `stream_format: "sse"` is not simulated (400).
+ */
+import { Readable } from "node:stream"
+import { openAIError } from "../ErrorEnvelopes.ts"
+import { field, isRecord, stringField } from "../Json.ts"
+import { checkOpenAIAuth } from "../OpenAIChat.ts"
+import { json, type SimContext, type SimReply, type SimRequest } from "../SimResponse.ts"
+import { type AudioReply, asyncReply, streamReply } from "./AudioReply.ts"
+import type { AudioTools } from "./AudioTools.ts"
+import { flacTotalSamplesPatch, planSpeech, SAMPLE_RATE, speechPcm, wavHeader } from "./SpeechAudio.ts"
+
+export const SPEECH_PATH = "/v1/audio/speech"
+
+const MAX_INPUT_CHARS = 4096
+export const VOICES = [
+  "alloy",
+  "ash",
+  "ballad",
+  "coral",
+  "echo",
+  "fable",
+  "onyx",
+  "nova",
+  "sage",
+  "shimmer",
+  "verse",
+  "marin",
+  "cedar"
+]
+
+interface Encoded {
+  readonly contentType: string
+  readonly encoder: string
+  readonly args: ReadonlyArray<string>
+}
+
+const ENCODED: Readonly<Record<string, Encoded>> = {
+  mp3: { contentType: "audio/mpeg", encoder: "libmp3lame", args: ["-c:a", "libmp3lame", "-b:a", "64k", "-f", "mp3"] },
+  opus: { contentType: "audio/ogg", encoder: "libopus", args: ["-c:a", "libopus", "-b:a", "32k", "-f", "ogg"] },
+  aac: { contentType: "audio/aac", encoder: "aac", args: ["-c:a", "aac", "-b:a", "64k", "-f", "adts"] },
+  flac: { contentType: "audio/flac", encoder: "flac", args: ["-c:a", "flac", "-f", "flac"] }
+}
+const FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"]
+
+const invalid = (message: string, param: string | null = null, code: string | null = null): SimReply =>
+  json(400, openAIError(400, message, { param, code }))
+
+const invalidValue = (param: string, value: unknown, supported: ReadonlyArray<string>): SimReply =>
+  invalid(
+    `Invalid value: '${String(value)}'. Supported values are: ${supported
+      .map((s, i) => (i === supported.length - 1 ? `and '${s}'` : `'${s}'`))
+      .join(", ")}.`,
+    param,
+    "invalid_value"
+  )
+
+/** `POST /v1/audio/speech`. */
+export const createSpeech = (request: SimRequest, context: SimContext, tools: AudioTools): SimReply | AudioReply => {
+  const unauthorized = checkOpenAIAuth(request, context)
+  if (unauthorized !== undefined) return unauthorized
+  if (request.bodyInvalid || !isRecord(request.body)) {
+    return invalid(
+      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
+    )
+  }
+  const body = request.body
+  const model = stringField(body, "model")
+  if (model === undefined) return invalid("you must provide a model parameter")
+  if (context.models !== undefined && !context.models.includes(model)) {
+    return json(404, openAIError(404, `The model \`${model}\` does not exist or you do not have access to it.`))
+  }
+  const input = field(body, "input")
+  if (typeof input !== "string" || input.length === 0) {
+    return invalid("Missing required parameter: 'input'.", "input", "missing_required_parameter")
+  }
+  if (input.length > MAX_INPUT_CHARS) {
+    return invalid(
+      `Invalid 'input': string too long. Expected a string with maximum length ${MAX_INPUT_CHARS}, but got a string with length ${input.length} instead.`,
+      "input",
+      "string_above_max_length"
+    )
+  }
+  const rawVoice = field(body, "voice")
+  if (rawVoice === undefined || rawVoice === null) {
+    return invalid("Missing required parameter: 'voice'.", "voice", "missing_required_parameter")
+  }
+  const customVoice = stringField(rawVoice, "id")
+  const voice = typeof rawVoice === "string" ? rawVoice : customVoice
+  if (voice === undefined || (typeof rawVoice === "string" && !VOICES.includes(rawVoice))) {
+    return invalidValue("voice", typeof rawVoice === "string" ? rawVoice : JSON.stringify(rawVoice), VOICES)
+  }
+  const format = field(body, "response_format") ?? "mp3"
+  if (typeof format !== "string" || !FORMATS.includes(format)) return invalidValue("response_format", format, FORMATS)
+  const rawSpeed = field(body, "speed") ?? 1
+  if (typeof rawSpeed !== "number" || !Number.isFinite(rawSpeed) || rawSpeed < 0.25 || rawSpeed > 4) {
+    return invalid(
+      `Invalid 'speed': expected a number between 0.25 and 4.0, but got ${String(rawSpeed)} instead.`,
+      "speed",
+      "invalid_value"
+    )
+  }
+  const streamFormat = field(body, "stream_format") ?? "audio"
+  if (streamFormat === "sse") {
+    return invalid("The simulator does not stream speech as SSE; send stream_format: 'audio'.", "stream_format")
+  }
+  if (streamFormat !== "audio") return invalidValue("stream_format", streamFormat, ["audio", "sse"])
+
+  const plan = planSpeech(input, voice, rawSpeed)
+  if (format === "pcm" || format === "wav") {
+    const header = format === "wav" ? [wavHeader(plan.totalSamples)] : []
+    const length = plan.totalSamples * 2 + (format === "wav" ? 44 : 0)
+    return streamReply(
+      { "content-type": format === "wav" ? "audio/wav" : "audio/pcm", "content-length": String(length) },
+      () => {
+        const pcm = speechPcm(plan)
+        const body = Readable.from(
+          (function* () {
+            yield* header
+            yield* pcm
+          })()
+        )
+        return { body, stop: () => body.destroy() }
+      }
+    )
+  }
+  const encoded = ENCODED[format]!
+  return asyncReply(() =>
+    tools.encoders().then((encoders) =>
+      encoders.has(encoded.encoder)
+        ? streamReply({ "content-type": encoded.contentType }, () => {
+            const encoding = tools.encode(speechPcm(plan), SAMPLE_RATE, encoded.args)
+            if (format !== "flac") return encoding
+            const patched = encoding.body.pipe(flacTotalSamplesPatch(plan.totalSamples))
+            encoding.body.once("error", (error) => patched.destroy(error))
+            return { body: patched, stop: encoding.stop }
+          })
+        : invalid(
+            `The simulator cannot produce response_format '${format}': its ffmpeg has no '${encoded.encoder}' encoder.`,
+            "response_format",
+            "unsupported_value"
+          )
+    )
+  )
+}

@@ -1,0 +1,134 @@
+/**
+ * The `usage_daily` read model: per (day, account, key, model) the number of settled calls, their tokens, images and
+ * video seconds, and what they cost (captured plus any overage charged). The ledger writer adds each batch's deltas
+ * in its one statement; replay folds the same deltas from the events with the same function.
+ */
+import type { SqlClient } from "effect/sql"
+import type { HoldState } from "../../domain/ledger/LedgerAccount.ts"
+import type { LedgerEvent } from "../../domain/ledger/LedgerEvent.ts"
+import { parseDecimal } from "../../domain/Money.ts"
+import { recordsJson } from "./PgEventStore.ts"
+
+export const NIL_UUID = "00000000-0000-0000-0000-000000000000"
+
+export interface UsageRow {
+  readonly day: string
+  readonly accountId: string
+  readonly keyId: string
+  readonly model: string
+  readonly requests: bigint
+  readonly inputTokens: bigint
+  readonly outputTokens: bigint
+  readonly images: bigint
+  readonly videoSeconds: bigint
+  readonly cost: bigint
+}
+
+const keyOf = (row: Pick<UsageRow, "day" | "accountId" | "keyId" | "model">) =>
+  `${row.accountId}|${row.day}|${row.keyId}|${row.model}`
+
+/** The usage delta one ledger event makes, given the hold it is about (undefined: the event changes no usage). */
+export const usageDelta = (
+  event: LedgerEvent,
+  hold: Pick<HoldState, "keyId" | "model"> | undefined
+): UsageRow | undefined => {
+  if (hold === undefined) return undefined
+  const base = {
+    day: event.data.at.slice(0, 10),
+    accountId: event.data.accountId,
+    keyId: hold.keyId ?? NIL_UUID,
+    model: hold.model ?? ""
+  }
+  switch (event.type) {
+    case "UsageRecalculated": {
+      const m = event.data.metrics
+      return {
+        ...base,
+        requests: 1n,
+        inputTokens: BigInt(m.inputTokens),
+        outputTokens: BigInt(m.outputTokens),
+        images: BigInt(m.images),
+        videoSeconds: BigInt(m.videoSeconds),
+        cost: parseDecimal(event.data.captured) ?? 0n
+      }
+    }
+    case "OverageCharged":
+      return {
+        ...base,
+        requests: 0n,
+        inputTokens: 0n,
+        outputTokens: 0n,
+        images: 0n,
+        videoSeconds: 0n,
+        cost: parseDecimal(event.data.amount) ?? 0n
+      }
+    default:
+      return undefined
+  }
+}
+
+/** Sums deltas by group, so one statement never touches a row twice. */
+export class UsageTotals {
+  private readonly rows = new Map<string, UsageRow>()
+
+  add(delta: UsageRow | undefined): void {
+    if (delta === undefined) return
+    const key = keyOf(delta)
+    const known = this.rows.get(key)
+    this.rows.set(
+      key,
+      known === undefined
+        ? delta
+        : {
+            ...known,
+            requests: known.requests + delta.requests,
+            inputTokens: known.inputTokens + delta.inputTokens,
+            outputTokens: known.outputTokens + delta.outputTokens,
+            images: known.images + delta.images,
+            videoSeconds: known.videoSeconds + delta.videoSeconds,
+            cost: known.cost + delta.cost
+          }
+    )
+  }
+
+  get size(): number {
+    return this.rows.size
+  }
+
+  values(): ReadonlyArray<UsageRow> {
+    return [...this.rows.values()]
+  }
+}
+
+export const usageRecords = (rows: ReadonlyArray<UsageRow>): string =>
+  recordsJson(
+    rows.map((r) => ({
+      day: r.day,
+      account_id: r.accountId,
+      key_id: r.keyId,
+      model: r.model,
+      requests: r.requests,
+      input_tokens: r.inputTokens,
+      output_tokens: r.outputTokens,
+      images: r.images,
+      video_seconds: r.videoSeconds,
+      cost: r.cost
+    }))
+  )
+
+export const USAGE_COLUMNS =
+  "day, account_id, key_id, model, requests, input_tokens, output_tokens, images, video_seconds, cost"
+
+/** Adds the deltas to the rows (creating them); `schema` is "public" or a replay scratch schema. */
+export const addUsageSql = (sql: SqlClient.SqlClient, schema: string, records: string) => sql`
+  INSERT INTO ${sql(schema)}.usage_daily (${sql.literal(USAGE_COLUMNS)})
+  SELECT ${sql.literal(USAGE_COLUMNS)}
+  FROM jsonb_to_recordset(${records}::jsonb) AS t(day date, account_id uuid, key_id uuid, model text, requests bigint,
+    input_tokens bigint, output_tokens bigint, images bigint, video_seconds bigint, cost bigint)
+  ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET
+    requests = usage_daily.requests + EXCLUDED.requests,
+    input_tokens = usage_daily.input_tokens + EXCLUDED.input_tokens,
+    output_tokens = usage_daily.output_tokens + EXCLUDED.output_tokens,
+    images = usage_daily.images + EXCLUDED.images,
+    video_seconds = usage_daily.video_seconds + EXCLUDED.video_seconds,
+    cost = usage_daily.cost + EXCLUDED.cost`

@@ -1,0 +1,193 @@
+/**
+ * The audio pipelines (`/v1/audio/transcriptions`, `/v1/audio/speech`), with the images gateway's ledger discipline:
+ * resolve the model to its plugin, check the key's allow-list and the plugin's kind, hold the plugin's estimate,
+ * invoke, and settle — or release the whole hold when nothing was delivered.
+ *
+ * Transcription holds for the audio's length as measured from the upload (an upper bound from its size when it cannot
+ * be measured) and settles from the upstream's reported usage. Speech is priced from its input alone, so the hold is
+ * the price; the audio streams through as it arrives. An upstream that fails before the first byte costs nothing; once
+ * the first byte is on its way the call is settled when the stream ends, however it ends — also when the client
+ * disconnects mid-stream (the upstream has produced, and billed, the audio by then).
+ */
+import { Context, Effect, Exit, Layer, Stream } from "effect"
+import { audioDurationMillis, upperBoundMillis } from "../adapters/media/AudioDuration.ts"
+import { countText } from "../adapters/tokenizer/Tokenizer.ts"
+import {
+  type PluginModel,
+  pluginFailure,
+  type SpeechPlugin,
+  type SpeechRequest,
+  type TranscriptionReply,
+  type TranscriptionRequest
+} from "../plugins/ModelPlugin.ts"
+import { PluginRegistry } from "../plugins/PluginRegistry.ts"
+import {
+  type InvalidChatRequest,
+  type ModelNotAllowed,
+  type ModelNotFound,
+  type UpstreamFailed,
+  upstreamFailed
+} from "./ChatErrors.ts"
+import { wrongEndpoint } from "./EmbeddingsGateway.ts"
+import { placeHoldFor, releaseReason, resolveModel, underHold } from "./HeldCall.ts"
+import type { AuthenticatedKey } from "./Keys.ts"
+import { Ledger } from "./Ledger.ts"
+import type { LedgerRejected } from "./LedgerErrors.ts"
+import type { StoreUnavailable } from "./StoreErrors.ts"
+
+export interface TranscriptionInput {
+  /** The model id the client named. */
+  readonly model: string
+  readonly request: TranscriptionRequest
+  readonly key: AuthenticatedKey
+  readonly requestId: string
+}
+
+export interface SpeechInput {
+  readonly model: string
+  readonly request: SpeechRequest
+  readonly key: AuthenticatedKey
+  readonly requestId: string
+}
+
+/** The audio for the client: its content type and the bytes as they arrive (the first one already received). */
+export interface SpeechResult {
+  readonly contentType: string
+  /** Fails when the upstream breaks off mid-stream: the server then cuts the response. */
+  readonly body: Stream.Stream<Uint8Array, unknown>
+}
+
+export type AudioError =
+  | ModelNotFound
+  | ModelNotAllowed
+  | InvalidChatRequest
+  | UpstreamFailed
+  | LedgerRejected
+  | StoreUnavailable
+
+export class AudioGateway extends Context.Service<
+  AudioGateway,
+  {
+    readonly transcribe: (input: TranscriptionInput) => Effect.Effect<TranscriptionReply, AudioError>
+    readonly speak: (input: SpeechInput) => Effect.Effect<SpeechResult, AudioError>
+  }
+>()("tollgate/app/AudioGateway") {
+  static readonly layer = Layer.effect(
+    AudioGateway,
+    Effect.gen(function* () {
+      const registry = yield* PluginRegistry
+      const ledger = yield* Ledger
+      const transcriptionModel = (modelId: string, key: AuthenticatedKey) =>
+        resolveModel(registry, "transcription", modelId, key, wrongEndpoint)
+      const speechModel = (modelId: string, key: AuthenticatedKey) =>
+        resolveModel(registry, "speech", modelId, key, wrongEndpoint)
+
+      const transcribe = Effect.fn("AudioGateway.transcribe")(function* (input: TranscriptionInput) {
+        const { plugin, model } = yield* transcriptionModel(input.model, input.key)
+        const { data, filename } = input.request.file
+        const measuredMillis = yield* audioDurationMillis(data, filename)
+        const audioMillis = measuredMillis ?? upperBoundMillis(data.length)
+        const estimate = plugin.pricing.estimate(
+          { request: input.request, audioMillis, promptTokens: countText(input.request.prompt ?? "") },
+          model
+        )
+        const { holdId } = yield* placeHoldFor(ledger, {
+          key: input.key,
+          modelId: input.model,
+          pluginId: plugin.id,
+          requestId: input.requestId,
+          amount: estimate
+        })
+        const reply = yield* underHold(ledger, input.key.accountId, holdId, (signal) =>
+          plugin.transcribe({ model, request: input.request, measuredMillis, requestId: input.requestId, signal })
+        ).pipe(Effect.mapError(upstreamFailed))
+        const usage = { ...reply.usage, measuredMillis: audioMillis }
+        yield* ledger.settle(input.key.accountId, holdId, plugin.pricing.price(usage, model), {
+          ...usage,
+          measured: measuredMillis !== null,
+          responseFormat: input.request.responseFormat
+        })
+        return reply
+      })
+
+      /** Settles a speech call whose audio started to flow: the price of its input, whatever happened after. */
+      const settleSpeech = (
+        plugin: SpeechPlugin,
+        model: PluginModel,
+        input: SpeechInput,
+        holdId: string,
+        exit: Exit.Exit<unknown, unknown>
+      ) => {
+        const usage = { characters: [...input.request.input].length, inputTokens: countText(input.request.input) }
+        return ledger
+          .settle(input.key.accountId, holdId, plugin.pricing.price(usage, model), {
+            ...usage,
+            responseFormat: input.request.responseFormat,
+            completed: Exit.isSuccess(exit)
+          })
+          .pipe(
+            Effect.catch((error) =>
+              Effect.logError("speech settlement failed; the hold expiry sweep will release it", error)
+            ),
+            Effect.uninterruptible
+          )
+      }
+
+      const speak = Effect.fn("AudioGateway.speak")(function* (input: SpeechInput) {
+        const { plugin, model } = yield* speechModel(input.model, input.key)
+        const estimate = plugin.pricing.estimate(
+          { request: input.request, inputTokens: countText(input.request.input) },
+          model
+        )
+        const { holdId } = yield* placeHoldFor(ledger, {
+          key: input.key,
+          modelId: input.model,
+          pluginId: plugin.id,
+          requestId: input.requestId,
+          amount: estimate
+        })
+        const abort = new AbortController()
+        // The first chunk is awaited here, so an upstream that fails before any audio is an error status, not a
+        // truncated 200, and costs nothing.
+        const { reply, iterator, first } = yield* Effect.gen(function* () {
+          const reply = yield* plugin.speak({
+            model,
+            request: input.request,
+            requestId: input.requestId,
+            signal: abort.signal
+          })
+          const iterator = reply.body[Symbol.asyncIterator]()
+          const first = yield* Effect.tryPromise({
+            // Edge: the plugin's body is a promise-based AsyncIterator.
+            try: () => iterator.next(),
+            catch: () => pluginFailure(502, "the upstream audio stream failed before its first byte")
+          })
+          if (first.done === true) return yield* Effect.fail(pluginFailure(502, "the upstream answered without audio"))
+          return { reply, iterator, first: first.value }
+        }).pipe(
+          // Any failure or interruption here also stops the upstream call; the audio never reached the client.
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit)
+              ? Effect.void
+              : Effect.sync(() => abort.abort()).pipe(
+                  Effect.andThen(ledger.release(input.key.accountId, holdId, releaseReason(exit))),
+                  Effect.ignore
+                )
+          ),
+          Effect.mapError(upstreamFailed)
+        )
+        const rest = Stream.fromAsyncIterable({ [Symbol.asyncIterator]: () => iterator }, (error) => error)
+        const body = Stream.concat(Stream.succeed(first), rest).pipe(
+          // A failure mid-stream cuts the response (the client sees an incomplete body, not a clean end); the bytes
+          // already sent cannot be taken back, so the call is settled all the same.
+          Stream.onExit((exit) =>
+            Effect.sync(() => abort.abort()).pipe(Effect.andThen(settleSpeech(plugin, model, input, holdId, exit)))
+          )
+        )
+        return { contentType: reply.contentType, body } satisfies SpeechResult
+      })
+
+      return AudioGateway.of({ transcribe, speak })
+    })
+  )
+}

@@ -1,0 +1,100 @@
+/**
+ * The embeddings pipeline (`/v1/embeddings`), with the images gateway's ledger discipline: resolve the model to its
+ * plugin, check the key's allow-list and the plugin's kind, hold the plugin's estimate for the inputs as the tokenizer
+ * counts them, invoke, and settle from the upstream's `prompt_tokens` — or release the whole hold when no vector was
+ * delivered (`rejected` for a refusal of the request, `failed` for an outage, `cancelled` when the client went away).
+ */
+import { Context, Effect, Layer } from "effect"
+import { countText } from "../adapters/tokenizer/Tokenizer.ts"
+import type { EmbeddingInput, EmbeddingsReply, EmbeddingsRequest } from "../plugins/ModelPlugin.ts"
+import {
+  ENDPOINT_OF_KIND,
+  PluginRegistry,
+  type ResolvedModel,
+  wrongEndpointMessage
+} from "../plugins/PluginRegistry.ts"
+import {
+  type InvalidChatRequest,
+  type ModelNotAllowed,
+  type ModelNotFound,
+  type UpstreamFailed,
+  UpstreamFailed as UpstreamFailedError,
+  upstreamFailed
+} from "./ChatErrors.ts"
+import { placeHoldFor, resolveModel, underHold } from "./HeldCall.ts"
+import type { AuthenticatedKey } from "./Keys.ts"
+import { Ledger } from "./Ledger.ts"
+import type { LedgerRejected } from "./LedgerErrors.ts"
+import type { StoreUnavailable } from "./StoreErrors.ts"
+
+export interface EmbeddingsInput {
+  /** The model id the client named. */
+  readonly model: string
+  readonly request: EmbeddingsRequest
+  readonly key: AuthenticatedKey
+  readonly requestId: string
+}
+
+export type EmbeddingsError =
+  | ModelNotFound
+  | ModelNotAllowed
+  | InvalidChatRequest
+  | UpstreamFailed
+  | LedgerRejected
+  | StoreUnavailable
+
+/** Why a model cannot be served here, naming the endpoint that serves it. */
+export const wrongEndpoint = (modelId: string, kind: ResolvedModel["kind"]): string =>
+  kind === "chat"
+    ? `'${modelId}' is a chat model: call POST ${ENDPOINT_OF_KIND.chat}`
+    : wrongEndpointMessage(modelId, kind)
+
+/** Input tokens for the hold: the tokenizer's count of each text, the length of each pre-tokenized array. */
+export const countEmbeddingInputs = (inputs: ReadonlyArray<EmbeddingInput>): number =>
+  inputs.reduce((sum, input) => sum + (input._tag === "Text" ? countText(input.text) : input.tokens.length), 0)
+
+export class EmbeddingsGateway extends Context.Service<
+  EmbeddingsGateway,
+  { readonly embed: (input: EmbeddingsInput) => Effect.Effect<EmbeddingsReply, EmbeddingsError> }
+>()("tollgate/app/EmbeddingsGateway") {
+  static readonly layer = Layer.effect(
+    EmbeddingsGateway,
+    Effect.gen(function* () {
+      const registry = yield* PluginRegistry
+      const ledger = yield* Ledger
+
+      const embed = Effect.fn("EmbeddingsGateway.embed")(function* (input: EmbeddingsInput) {
+        const { plugin, model } = yield* resolveModel(registry, "embeddings", input.model, input.key, wrongEndpoint)
+        const inputTokens = countEmbeddingInputs(input.request.inputs)
+        const estimate = plugin.pricing.estimate({ request: input.request, inputTokens }, model)
+        const { holdId } = yield* placeHoldFor(ledger, {
+          key: input.key,
+          modelId: input.model,
+          pluginId: plugin.id,
+          requestId: input.requestId,
+          amount: estimate
+        })
+        const reply = yield* underHold(ledger, input.key.accountId, holdId, (signal) =>
+          plugin.embed({ model, request: input.request, inputTokens, requestId: input.requestId, signal })
+        ).pipe(Effect.mapError(upstreamFailed))
+        if (reply.vectors.length !== input.request.inputs.length) {
+          // A reply the client cannot match to its inputs is not delivered: nothing is charged for it.
+          yield* ledger.release(input.key.accountId, holdId, "failed")
+          return yield* new UpstreamFailedError({
+            status: 502,
+            message: `the upstream returned ${reply.vectors.length} embeddings for ${input.request.inputs.length} inputs`
+          })
+        }
+        yield* ledger.settle(
+          input.key.accountId,
+          holdId,
+          plugin.pricing.price({ promptTokens: reply.promptTokens }, model),
+          { promptTokens: reply.promptTokens, inputs: input.request.inputs.length, estimatedTokens: inputTokens }
+        )
+        return reply
+      })
+
+      return EmbeddingsGateway.of({ embed })
+    })
+  )
+}

@@ -1,0 +1,44 @@
+/**
+ * Per-key rate limits at admission: requests per minute, tokens per minute and requests in flight. A request is
+ * admitted or refused before anything is held; an admitted one holds a slot until its response ends (the whole
+ * stream, for a streamed one). Tokens are counted when a call settles, from its real usage, and a key over its
+ * minute's budget is refused until the next minute. Windows are fixed UTC minutes.
+ */
+import { Context, type Effect, Schema } from "effect"
+import type { RateLimits } from "../domain/keys/RateLimits.ts"
+
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  limit: Schema.Literals(["rpm", "tpm", "concurrency"]),
+  allowed: Schema.Number,
+  retryAfterSeconds: Schema.Number
+}) {
+  override get message() {
+    const what = {
+      rpm: `${this.allowed} requests per minute; retry after ${this.retryAfterSeconds} s`,
+      tpm: `${this.allowed} tokens per minute; retry after ${this.retryAfterSeconds} s`,
+      concurrency: `${this.allowed} requests at a time; retry when one finishes`
+    }[this.limit]
+    return `rate limit reached: this key allows ${what}`
+  }
+}
+
+/** An admitted request's slot: `release` frees it (idempotent). */
+export interface Admission {
+  readonly release: Effect.Effect<void>
+}
+
+export class RateLimiter extends Context.Service<
+  RateLimiter,
+  {
+    /** Admits a request of `keyId` under its own limits (null figures: the operator's defaults). */
+    readonly admit: (keyId: string, limits: RateLimits | undefined) => Effect.Effect<Admission, RateLimited>
+    /** Counts a settled call's tokens against its key's current minute. */
+    readonly recordTokens: (keyId: string, tokens: number) => Effect.Effect<void>
+  }
+>()("tollgate/app/RateLimiter") {}
+
+export const MINUTE_MS = 60_000
+
+/** Whole seconds until the fixed minute that contains `now` ends (at least 1). */
+export const secondsToNextMinute = (now: number): number =>
+  Math.max(1, Math.ceil((MINUTE_MS - (now % MINUTE_MS)) / 1000))

@@ -1,0 +1,187 @@
+/**
+ * Prometheus metrics (`GET /metrics`, prom-client's text format). Per request: counts and latency by route pattern,
+ * method, model and status, split into the upstream's share and the gateway's own overhead. At scrape time, from the
+ * store (so every instance on one database agrees): ledger events appended, holds outstanding, video tasks by state;
+ * plus the process's CPU, memory and event-loop lag. Open unless `TOLLGATE_METRICS_TOKEN` is set, then Bearer.
+ *
+ * A streamed response is measured to its first byte (the headers): the whole stream's length is the client's pace.
+ */
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client"
+import { OperationalStats } from "../app/OperationalStats.ts"
+import type { RequestTelemetry } from "../app/RequestTelemetry.ts"
+import { PluginRegistry } from "../plugins/PluginRegistry.ts"
+import { apiError } from "./ApiError.ts"
+
+export interface RequestObservation {
+  readonly route: string
+  readonly method: string
+  readonly status: number
+  readonly seconds: number
+  readonly telemetry: RequestTelemetry
+}
+
+export interface MetricsSink {
+  readonly observe: (observation: RequestObservation) => void
+}
+
+/** Where `respond` reports each request; a no-op until the server's layer provides the registry. */
+export const RequestMetrics = Context.Reference<MetricsSink>("tollgate/http/RequestMetrics", {
+  defaultValue: () => ({ observe: () => undefined })
+})
+
+// Buckets from 1 ms to 2 min: a gateway's own overhead sits at the low end, video and long generations at the top.
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
+
+export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Registry>()(
+  "tollgate/http/PrometheusRegistry"
+) {
+  /** A registry of its own per gateway (tests run several in one process), fed by `respond` and the store. */
+  static readonly layer = Layer.effectContext(
+    Effect.gen(function* () {
+      const stats = yield* OperationalStats
+      const plugins = yield* PluginRegistry
+      const registry = new Registry()
+      collectDefaultMetrics({ register: registry, prefix: "tollgate_" })
+      const labelNames = ["route", "method", "model", "status"] as const
+      const requests = new Counter({
+        name: "tollgate_http_requests_total",
+        help: "Requests answered, by route pattern, method, model and status",
+        labelNames,
+        registers: [registry]
+      })
+      const duration = new Histogram({
+        name: "tollgate_http_request_duration_seconds",
+        help: "Time to the response's first byte, by route pattern, method, model and status",
+        labelNames,
+        buckets: BUCKETS,
+        registers: [registry]
+      })
+      const upstream = new Histogram({
+        name: "tollgate_upstream_duration_seconds",
+        help: "Time spent waiting on upstreams within a request, by route pattern and model",
+        labelNames: ["route", "model"],
+        buckets: BUCKETS,
+        registers: [registry]
+      })
+      const overhead = new Histogram({
+        name: "tollgate_gateway_overhead_seconds",
+        help: "The gateway's own share of a request's time (the whole minus the upstream's), by route pattern",
+        labelNames: ["route"],
+        buckets: BUCKETS,
+        registers: [registry]
+      })
+      // Edge: prom-client is promise-based; its gauges' `collect` callbacks are async and run the store read here.
+      // Scrape-time figures, read once per scrape by whichever gauge is collected first (prom-client collects them
+      // concurrently). A failed read keeps the previous figures: a scrape must not fail with the store.
+      let last = { events: 0, holds: 0, held: 0, videos: {} as Readonly<Record<string, number>> }
+      let inFlight: Promise<void> | undefined
+      const refresh = () => {
+        inFlight ??= Effect.runPromise(
+          stats.snapshot.pipe(
+            Effect.tap((snapshot) =>
+              Effect.sync(() => {
+                last = {
+                  events: Number(snapshot.eventsAppended),
+                  holds: snapshot.holdsOutstanding.count,
+                  held: Number(snapshot.holdsOutstanding.amount),
+                  videos: snapshot.videoTasks
+                }
+              })
+            ),
+            Effect.ignore
+          )
+        ).finally(() => {
+          inFlight = undefined
+        })
+        return inFlight
+      }
+      new Gauge({
+        name: "tollgate_ledger_events_appended",
+        help: "Events appended to the ledger (its highest global position)",
+        registers: [registry],
+        async collect() {
+          await refresh()
+          this.set(last.events)
+        }
+      })
+      new Gauge({
+        name: "tollgate_holds_outstanding",
+        help: "Holds placed and not yet resolved",
+        registers: [registry],
+        async collect() {
+          await refresh()
+          this.set(last.holds)
+        }
+      })
+      new Gauge({
+        name: "tollgate_holds_outstanding_micro_usd",
+        help: "Micro-dollars reserved by unresolved holds (an integer: money is never a float)",
+        registers: [registry],
+        async collect() {
+          await refresh()
+          this.set(last.held)
+        }
+      })
+      new Gauge({
+        name: "tollgate_video_tasks",
+        help: "Video tasks by status",
+        labelNames: ["status"],
+        registers: [registry],
+        async collect() {
+          await refresh()
+          this.reset()
+          for (const status of ["queued", "in_progress", "completed", "failed"]) {
+            this.set({ status }, last.videos[status] ?? 0)
+          }
+        }
+      })
+      const sink: MetricsSink = {
+        observe: ({ route, method, status, seconds, telemetry }) => {
+          // A model the catalog does not have is one label, `unknown`: a client must not grow the label set.
+          const model =
+            telemetry.model === undefined
+              ? ""
+              : plugins.resolve(telemetry.model) === undefined
+                ? "unknown"
+                : telemetry.model
+          const labels = { route, method, model, status: String(status) }
+          requests.inc(labels)
+          duration.observe(labels, seconds)
+          if (telemetry.upstreamSeconds > 0) upstream.observe({ route, model }, telemetry.upstreamSeconds)
+          overhead.observe({ route }, Math.max(0, seconds - telemetry.upstreamSeconds))
+        }
+      }
+      return Context.make(PrometheusRegistry, registry).pipe(Context.add(RequestMetrics, sink))
+    })
+  )
+}
+
+/** The scrape token: unset → `/metrics` is open. */
+export class MetricsToken extends Context.Service<MetricsToken, Option.Option<Redacted.Redacted<string>>>()(
+  "tollgate/http/MetricsToken"
+) {}
+
+const digest = (text: string) => createHash("sha256").update(text).digest()
+
+/** The `/metrics` handler (not wrapped by `respond`: a scrape is not an API request and is not itself counted). */
+export const scrape = Effect.gen(function* () {
+  const token = yield* MetricsToken
+  if (Option.isSome(token)) {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? "")?.[1] ?? ""
+    // Digests have equal lengths, so the comparison is constant-time whatever was sent.
+    if (!timingSafeEqual(digest(given), digest(Redacted.value(token.value)))) {
+      const error = apiError(401, "a valid metrics token is required: Authorization: Bearer <TOLLGATE_METRICS_TOKEN>")
+      return HttpServerResponse.jsonUnsafe(
+        { error: { message: error.message, type: "invalid_request_error", code: "invalid_metrics_token" } },
+        { status: 401, headers: { "www-authenticate": "Bearer" } }
+      )
+    }
+  }
+  const registry = yield* PrometheusRegistry
+  const text = yield* Effect.promise(() => registry.metrics())
+  return HttpServerResponse.text(text, { contentType: registry.contentType })
+})

@@ -1,0 +1,112 @@
+/**
+ * Usage and balance for the two audiences: the operator (`GET /admin/usage`, any account) and a key holder
+ * (`GET /v1/usage`, `GET /v1/balance`, their own account only, with their API key).
+ */
+import { Effect, Layer } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { Accounts } from "../app/Accounts.ts"
+import { Keys } from "../app/Keys.ts"
+import { USAGE_GROUPS, type UsageGroup, type UsageLine, type UsageQuery, UsageReports } from "../app/UsageReports.ts"
+import { isUuid } from "../domain/Ids.ts"
+import { formatMicros } from "../domain/Money.ts"
+import { badRequest } from "./ApiError.ts"
+import { authenticate } from "./Auth.ts"
+import { admin } from "./admin/AdminApi.ts"
+import { json, route } from "./Route.ts"
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/
+
+/** A day bound from `YYYY-MM-DD` or an ISO 8601 instant (its UTC day). */
+const dayOf = (name: string, value: string | null) => {
+  if (value === null || value === "") return Effect.succeed(undefined)
+  if (DAY.test(value) && !Number.isNaN(Date.parse(`${value}T00:00:00Z`))) return Effect.succeed(value)
+  const ms = Date.parse(value)
+  return Number.isNaN(ms) || !/^\d{4}-/.test(value)
+    ? Effect.fail(badRequest(`${name}: expected a date (YYYY-MM-DD) or an ISO 8601 instant, got '${value}'`, name))
+    : Effect.succeed(new Date(ms).toISOString().slice(0, 10))
+}
+
+const uuidParam = (name: string, value: string | null) =>
+  value === null || value === ""
+    ? Effect.succeed(undefined)
+    : isUuid(value)
+      ? Effect.succeed(value)
+      : Effect.fail(badRequest(`${name}: expected a uuid`, name))
+
+const readQuery = (params: URLSearchParams) =>
+  Effect.gen(function* () {
+    const groupText = params.get("groupBy") ?? ""
+    const groupBy = groupText === "" ? [] : groupText.split(",").map((g) => g.trim())
+    for (const group of groupBy) {
+      if (!(USAGE_GROUPS as ReadonlyArray<string>).includes(group)) {
+        return yield* badRequest(`groupBy: expected a comma-separated subset of ${USAGE_GROUPS.join(", ")}`, "groupBy")
+      }
+    }
+    const query: UsageQuery = {
+      accountId: yield* uuidParam("accountId", params.get("accountId")),
+      keyId: yield* uuidParam("keyId", params.get("keyId")),
+      model: params.get("model") ?? undefined,
+      from: yield* dayOf("from", params.get("from")),
+      to: yield* dayOf("to", params.get("to")),
+      groupBy: [...new Set(groupBy)] as ReadonlyArray<UsageGroup>
+    }
+    return query
+  })
+
+const lineView = (line: UsageLine) => ({
+  ...(line.day === undefined ? {} : { day: line.day }),
+  ...(line.model === undefined ? {} : { model: line.model }),
+  ...(line.key === undefined ? {} : { key: line.key }),
+  requests: Number(line.requests),
+  inputTokens: Number(line.inputTokens),
+  outputTokens: Number(line.outputTokens),
+  images: Number(line.images),
+  videoSeconds: Number(line.videoSeconds),
+  cost: formatMicros(line.cost)
+})
+
+const searchParams = Effect.map(HttpServerRequest.HttpServerRequest, (r) => new URL(r.url, "http://x").searchParams)
+
+const adminUsage = admin(
+  Effect.gen(function* () {
+    const query = yield* readQuery(yield* searchParams)
+    const lines = yield* (yield* UsageReports).report(query)
+    return json({ data: lines.map(lineView) })
+  })
+)
+
+const ownUsage = Effect.gen(function* () {
+  const key = yield* authenticate("openai")
+  const params = yield* searchParams
+  if (params.get("accountId") !== null && params.get("accountId") !== key.accountId) {
+    return yield* badRequest("accountId: a key sees only its own account's usage", "accountId")
+  }
+  const query = yield* readQuery(params)
+  const lines = yield* (yield* UsageReports).report({ ...query, accountId: key.accountId })
+  return json({ data: lines.map(lineView) })
+})
+
+const balance = Effect.gen(function* () {
+  const key = yield* authenticate("openai")
+  const account = yield* (yield* Accounts).get(key.accountId)
+  const keys = yield* (yield* Keys).list(key.accountId)
+  const own = keys.find((k) => k.id === key.keyId)
+  const settled = account.deposited - account.captured
+  return json({
+    balance: formatMicros(settled),
+    held: formatMicros(account.held),
+    available: formatMicros(settled - account.held),
+    key: {
+      id: key.keyId,
+      spent: formatMicros(own?.spent ?? 0n),
+      held: formatMicros(own?.held ?? 0n),
+      spendLimit: own?.spendLimit === null || own?.spendLimit === undefined ? null : formatMicros(own.spendLimit)
+    }
+  })
+})
+
+export const layer = Layer.mergeAll(
+  route("GET", "/admin/usage", adminUsage),
+  route("GET", "/v1/usage", ownUsage, "openai"),
+  route("GET", "/v1/balance", balance, "openai")
+)

@@ -1,0 +1,302 @@
+/**
+ * The web console end to end in a real browser (Debian's Chromium driven by playwright-core) against a real gateway
+ * on PGlite: an operator creates an account, deposits, creates and copies a key; the key holder chats and draws an
+ * image in the playground; the charges show in the operator's ledger and chart; a video runs to completion with a
+ * progress bar and a player; the key is revoked and the playground is refused. Skipped, saying so, only when
+ * /usr/bin/chromium is absent (`.ci/run` installs it). `TOLLGATE_SCREENSHOTS=1` also writes docs/console-*.png.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { type BrowserContext, chromium, type Page } from "playwright-core"
+import { build } from "vite"
+import { type RunningSimulator, startSimulator } from "../../src/adapters/simulator/SimulatorServer.ts"
+import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
+
+const CHROMIUM = "/usr/bin/chromium"
+const available = existsSync(CHROMIUM)
+if (!available) console.warn(`console browser test skipped: ${CHROMIUM} is absent (apt-get install -y chromium)`)
+
+const root = resolve(import.meta.dirname, "../..")
+const shots = process.env.TOLLGATE_SCREENSHOTS === "1" ? join(root, "docs") : undefined
+
+const config = (sim: string) => `
+upstreams:
+  sim-openai: { protocol: openai, baseUrl: "${sim}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+  sim-gemini: { protocol: gemini, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+  sim-ark: { protocol: ark, baseUrl: "${sim}/api/v3", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+models:
+  - { id: sim-openai, plugin: text, upstreams: [sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
+  - { id: imgchat-2.5-flash-image, plugin: chat-image, upstreams: [sim-gemini], upstreamModel: imgchat-2.5-flash-image, pricing: { perCall: "0.039" } }
+  - { id: imggen-2, plugin: dedicated-image, upstreams: [sim-openai], upstreamModel: imggen-2, pricing: { input: "5.00", output: "40.00" } }
+  - { id: video-model-2.0-fast, plugin: video, upstreams: [sim-ark], upstreamModel: seedance-2-0-fast, pricing: { output: "1.40" } }
+video: { pollIntervalMs: 200, deadlineMinutes: 30, retentionDays: 7 }
+`
+
+let sim: RunningSimulator
+let gateway: TestGateway
+let context: BrowserContext
+let dir: string
+
+describe.skipIf(!available)("the web console in Chromium", () => {
+  beforeAll(async () => {
+    // Always from the current sources, so the test never runs against a stale bundle.
+    await build({ configFile: join(root, "console/vite.config.ts"), logLevel: "warn" })
+    dir = mkdtempSync(join(tmpdir(), "tollgate-console-"))
+    sim = await startSimulator({ videoMillis: 1500 })
+    writeFileSync(join(dir, "tollgate.yaml"), config(sim.baseUrl))
+    gateway = await startTestGateway({ configPath: join(dir, "tollgate.yaml") })
+    context = await chromium.launchPersistentContext(join(dir, "profile"), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        // Two tabs (operator and key holder) poll at once: neither may be throttled for being in the background.
+        "--disable-background-timer-throttling",
+        "--disable-renderer-backgrounding",
+        "--disable-backgrounding-occluded-windows"
+      ],
+      viewport: { width: 1280, height: 900 }
+    })
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: gateway.url })
+    context.setDefaultTimeout(30_000)
+  }, 120_000)
+
+  afterAll(async () => {
+    await context?.close()
+    await gateway?.close()
+    await sim?.close()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  // The page being driven is always brought to the front: Chromium pauses media and composites no video frame in a
+  // background tab (timers are kept running by the flags above).
+  const shot = async (page: Page, name: string) => {
+    if (shots !== undefined) await page.screenshot({ path: join(shots, `console-${name}.png`), fullPage: true })
+  }
+
+  /** The player has decoded a frame of the clip (fetched with the secret in a header, played from a blob: URL). */
+  const videoPlays = async (page: Page) => {
+    await page.getByTestId("video-player").first().waitFor()
+    await page.waitForFunction(() => {
+      const video = document.querySelector<HTMLVideoElement>("[data-testid=video-player]")
+      return video !== null && video.readyState >= 2 && video.src.startsWith("blob:")
+    })
+    // Seek into the clip so the frame on screen (and in the screenshots) is a decoded picture.
+    return page.evaluate(
+      () =>
+        new Promise<number>((done) => {
+          const video = document.querySelector<HTMLVideoElement>("[data-testid=video-player]") as HTMLVideoElement
+          video.addEventListener("seeked", () => done(video.duration), { once: true })
+          video.currentTime = 1
+        })
+    )
+  }
+
+  const signIn = async (page: Page, role: "Operator" | "Key holder", secret: string) => {
+    await page.goto(`${gateway.url}/console/`)
+    await page.getByLabel(role, { exact: true }).check()
+    await page.locator("input[name=secret]").fill(secret)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByRole("button", { name: "Sign out" }).waitFor()
+  }
+
+  it("operator and key holder: account, deposit, key, chat, image, ledger, chart, video, revoke", async () => {
+    const errors: Array<string> = []
+    const operator = await context.newPage()
+    operator.on("pageerror", (e) => errors.push(`operator: ${e.message}`))
+
+    // ---- operator: the shell is served with its security headers; a wrong token is refused ----
+    const shell = await operator.goto(`${gateway.url}/console/`)
+    const headers = shell?.headers() ?? {}
+    assert.match(headers["content-security-policy"] ?? "", /default-src 'self'/)
+    assert.strictEqual(headers["x-frame-options"], "DENY")
+    await operator.locator("input[name=secret]").fill("wrong-token")
+    await operator.getByRole("button", { name: "Sign in" }).click()
+    await operator.getByRole("alert").filter({ hasText: "admin token" }).waitFor()
+
+    await signIn(operator, "Operator", gateway.adminToken)
+    await operator.getByText("No accounts yet").waitFor()
+
+    // ---- create an account, deposit ----
+    await operator.locator("input[name=account-name]").fill("Acme Browser Co")
+    await operator.getByRole("button", { name: "Create account" }).click()
+    await operator.getByTestId("account-name").filter({ hasText: "Acme Browser Co" }).waitFor()
+    const accountId = new URL(operator.url()).hash.split("/")[2]
+    await operator.locator("input[name=amount]").fill("25.00")
+    await operator.getByRole("button", { name: "Deposit" }).click()
+    await operator.getByText("Deposited $25.000000").waitFor()
+    await operator.getByTestId("balance-available").filter({ hasText: "$25.000000" }).waitFor()
+    await shot(operator, "account")
+    await operator.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Accounts" }).click()
+    await operator.getByTestId("accounts-table").getByText("Acme Browser Co").waitFor()
+    await shot(operator, "accounts")
+    await operator.getByTestId("accounts-table").getByText("Acme Browser Co").click()
+    await operator.getByTestId("balance-available").filter({ hasText: "$25.000000" }).waitFor()
+
+    // ---- create a key with a spend limit, copy it ----
+    await operator.getByRole("link", { name: "API keys" }).click()
+    await operator.getByText("This account has no API keys yet.").waitFor()
+    await operator.locator("input[name=key-name]").fill("browser")
+    await operator.locator("input[name=key-limit]").fill("5.00")
+    await operator.getByRole("button", { name: "Create key" }).click()
+    const shown = (await operator.getByTestId("new-key-value").textContent())?.trim() ?? ""
+    assert.match(shown, /^sk-/)
+    await operator.getByText("It is shown only once").waitFor()
+    await operator.getByRole("button", { name: "Copy" }).click()
+    await operator.getByRole("button", { name: "Copied" }).waitFor()
+    const key = await operator.evaluate(() => navigator.clipboard.readText())
+    assert.strictEqual(key, shown)
+    await operator.getByTestId("key-row").filter({ hasText: "browser" }).waitFor()
+    await shot(operator, "keys")
+    // The secret never lands in the URL or in local storage.
+    assert.notInclude(operator.url(), key)
+    assert.strictEqual(await operator.evaluate(() => localStorage.length), 0)
+
+    // ---- key holder: chat and an image from the playground, each with its charge ----
+    const holder = await context.newPage()
+    holder.on("pageerror", (e) => errors.push(`holder: ${e.message}`))
+    await signIn(holder, "Key holder", key)
+    await holder.getByTestId("holder-available").filter({ hasText: "$25.000000" }).waitFor()
+    await holder.getByRole("link", { name: "Playground" }).click()
+    await holder.locator("select[name=playground-model]").selectOption("sim-openai")
+    await holder.getByRole("button", { name: "Send" }).click()
+    await holder.getByTestId("playground-result").waitFor()
+    const chatCharge = await holder.getByTestId("playground-charge").textContent()
+    assert.match(chatCharge ?? "", /^\$0\.0000\d\d$/)
+    assert.notStrictEqual(chatCharge, "$0.000000")
+
+    await holder.getByRole("tab", { name: "Image" }).click()
+    await holder.locator("select[name=playground-model]").selectOption("imgchat-2.5-flash-image")
+    await holder.getByRole("button", { name: "Generate image" }).click()
+    const image = holder.getByTestId("generated-image").first()
+    await image.waitFor()
+    await holder.waitForFunction(() => {
+      const img = document.querySelector<HTMLImageElement>("[data-testid=generated-image]")
+      return img?.complete === true && img.naturalWidth > 0
+    })
+    assert.strictEqual(await holder.getByTestId("playground-charge").textContent(), "$0.039000")
+    // The balance updates without a reload: 25 − 0.039 − the chat's charge.
+    await holder
+      .getByTestId("holder-available")
+      .filter({ hasText: /^\$24\.96\d{4}$/ })
+      .waitFor()
+    assert.notInclude(await holder.getByTestId("playground-result").textContent(), "data:image")
+    await shot(holder, "playground-image")
+    // The dedicated image model answers in b64_json; its charge is per output image token.
+    await holder.locator("select[name=playground-model]").selectOption("imggen-2")
+    await holder.getByRole("button", { name: "Generate image" }).click()
+    await holder.getByTestId("playground-charge").filter({ hasNotText: "$0.039000" }).waitFor()
+    await holder.waitForFunction(() => {
+      const img = document.querySelector<HTMLImageElement>("[data-testid=generated-image]")
+      return img?.complete === true && img.naturalWidth > 0
+    })
+    assert.match((await holder.getByTestId("playground-charge").textContent()) ?? "", /^\$0\.0\d{5}$/)
+
+    // ---- operator: the charges in the ledger (filtered) and the chart ----
+    await operator.bringToFront()
+    await operator.getByRole("link", { name: "Ledger" }).click()
+    await operator.getByTestId("ledger-table").waitFor()
+    await operator.locator("select[name=filter-model]").selectOption("imgchat-2.5-flash-image")
+    await operator.locator("select[name=filter-type]").selectOption("UsageRecalculated")
+    const rows = operator.getByTestId("ledger-row")
+    await rows.first().waitFor()
+    assert.strictEqual(await rows.count(), 1)
+    assert.include(await rows.first().textContent(), "$0.039000")
+    assert.include(await rows.first().textContent(), "browser")
+    const download = operator.waitForEvent("download")
+    await operator.getByRole("button", { name: "Export CSV" }).click()
+    const csvPath = await (await download).path()
+    const { readFileSync } = await import("node:fs")
+    const csv = readFileSync(csvPath, "utf8").trim().split("\r\n")
+    assert.strictEqual(csv.length, 2)
+    assert.include(csv[1], "UsageRecalculated")
+    assert.include(csv[1], "0.039000")
+    await operator.locator("select[name=filter-type]").selectOption("")
+    await operator.locator("select[name=filter-model]").selectOption("")
+    await shot(operator, "ledger")
+
+    await operator.getByRole("link", { name: "Usage" }).click()
+    await operator.getByTestId("usage-chart").waitFor()
+    await operator.getByText("Show as table").click()
+    const usage = operator.getByTestId("usage-table")
+    await usage.getByText("imgchat-2.5-flash-image").waitFor()
+    assert.include(await usage.textContent(), "$0.039000")
+    assert.include(await usage.textContent(), "sim-openai")
+    // Chart.js drew on the canvas (it is not blank).
+    const drawn = await operator.evaluate(() => {
+      const canvas = document.querySelector<HTMLCanvasElement>("[data-testid=usage-chart]")
+      const data = canvas?.getContext("2d")?.getImageData(0, 0, canvas.width, canvas.height).data ?? []
+      let painted = 0
+      for (let i = 3; i < data.length; i += 4) if (data[i] > 0) painted++
+      return painted
+    })
+    assert.isAbove(drawn, 1000)
+    await shot(operator, "usage")
+
+    // ---- key holder: a video with a progress bar, then the player and its charge ----
+    await holder.bringToFront()
+    await holder.getByRole("tab", { name: "Video" }).click()
+    await holder.getByRole("button", { name: "Submit video" }).click()
+    await holder.getByTestId("playground-video").waitFor()
+    await holder.locator("[data-testid=playground-video][data-status=completed]").waitFor({ timeout: 60_000 })
+    assert.approximately(await videoPlays(holder), 4, 0.2)
+    // 480p 16:9, 4 s: 40,595 tokens at 1.40 per 1M.
+    await holder.getByTestId("playground-charge").filter({ hasText: "$0.056833" }).waitFor()
+    await shot(holder, "playground-video")
+    await holder.getByRole("link", { name: "Overview" }).click()
+    await holder.getByTestId("usage-chart").waitFor()
+    await shot(holder, "holder-overview")
+    await holder.getByRole("link", { name: "Playground" }).click()
+
+    await operator.bringToFront()
+    await operator.getByRole("link", { name: "Videos" }).click()
+    await operator.locator("[data-testid=video-card][data-status=completed]").waitFor()
+    assert.approximately(await videoPlays(operator), 4, 0.2)
+    await shot(operator, "videos")
+
+    await operator.getByRole("link", { name: "Models" }).click()
+    await operator.getByTestId("models-table").getByText("imggen-2").waitFor()
+    assert.include(await operator.getByTestId("models-table").textContent(), "$40.000000")
+    await operator.getByRole("link", { name: "Integrity" }).click()
+    await operator.getByRole("button", { name: "Run replay verify" }).click()
+    await operator.getByTestId("result-replay").getByText("OK: no mismatch found.").waitFor({ timeout: 60_000 })
+    await operator.getByRole("button", { name: "Run audit verify" }).click()
+    await operator.getByTestId("result-verify").getByText("OK: no mismatch found.").waitFor({ timeout: 60_000 })
+
+    // ---- revoke (with confirmation); the playground is refused ----
+    await operator.goto(`${gateway.url}/console/#/accounts/${accountId}/keys`)
+    await operator.getByRole("button", { name: "Revoke" }).click()
+    await operator.getByRole("button", { name: "Yes, revoke" }).click()
+    await operator.getByTestId("key-row").getByText("revoked").waitFor()
+
+    await holder.bringToFront()
+    await holder.getByRole("tab", { name: "Chat" }).click()
+    await holder.getByRole("button", { name: "Send" }).click()
+    await holder.getByRole("alert").filter({ hasText: "This API key has been revoked." }).waitFor()
+
+    // ---- phone width: nothing overflows sideways ----
+    await holder.bringToFront()
+    await holder.setViewportSize({ width: 390, height: 844 })
+    await holder.getByRole("link", { name: "Overview" }).click()
+    await holder.getByRole("alert").first().waitFor()
+    await operator.bringToFront()
+    await operator.setViewportSize({ width: 390, height: 844 })
+    await operator.getByRole("link", { name: "Overview" }).click()
+    await operator.getByTestId("balance").waitFor()
+    for (const page of [holder, operator]) {
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+      assert.isAtMost(overflow, 0)
+    }
+    await shot(operator, "phone")
+    assert.deepStrictEqual(errors, [])
+  }, 240_000)
+})
