@@ -69,7 +69,11 @@ export class VideoExpired extends Schema.TaggedError<VideoExpired>()("VideoExpir
 export interface VideoWorkerOptions {
   /** Runs the polling loop in this instance; tests drive `pollDue` by hand instead. */
   readonly enabled: boolean
-  /** How long a claimed task stays with this instance while it is being worked on. */
+  /**
+   * How long a claimed task stays with this instance without a sign of life. A step that takes longer (a slow poll,
+   * a large download) renews the lease every third of it, so a crashed instance's tasks are taken over within one
+   * lease, never after a whole step's worst case.
+   */
   readonly leaseMillis: number
   readonly batch: number
   /** Largest video accepted from an upstream. */
@@ -80,7 +84,7 @@ export interface VideoWorkerOptions {
 
 export const defaultVideoWorkerOptions: VideoWorkerOptions = {
   enabled: true,
-  leaseMillis: 120_000,
+  leaseMillis: 30_000,
   batch: 16,
   maxContentBytes: 1024 * 1024 * 1024,
   sweepIntervalMillis: 60_000
@@ -425,6 +429,22 @@ export class VideoTasks extends Context.Service<
           )
 
         /**
+         * Runs one step of a task while renewing this worker's lease every third of `leaseMillis` (at most every
+         * 250 ms), never shortening it (the create step extends it further on its own). A renewal that fails is only
+         * logged: the step's own version checks keep a second worker from recording anything twice.
+         */
+        const whileLeased = <A, E, R>(taskId: string, work: Effect.Effect<A, E, R>) => {
+          const renew = Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const until = new Date(now + options.leaseMillis)
+            yield* orUnavailable(sql`UPDATE video_task_leases SET lease_until = GREATEST(lease_until, ${until})
+              WHERE task_id = ${taskId} AND owner = ${workerId}`)
+          }).pipe(Effect.catch((error) => Effect.logWarning("could not renew a video task lease", error.message)))
+          const every = Duration.millis(Math.max(250, Math.floor(options.leaseMillis / 3)))
+          return Effect.raceFirst(work, Effect.sleep(every).pipe(Effect.andThen(renew), Effect.forever))
+        }
+
+        /**
          * Creates the upstream task and records it (`VideoTaskDispatched`). Unlike every other step this one cannot be
          * repeated harmlessly: a second create is a second upstream video, billed by the vendor and never followed.
          * Polling leases alone do not prevent that (a lease can run out mid-step, and a 1 ms lease makes every round
@@ -570,7 +590,7 @@ export class VideoTasks extends Context.Service<
               yield* services(dropLease(taskId))
               return "gone" as const
             }
-            const outcome = yield* step(state).pipe(
+            const outcome = yield* whileLeased(taskId, step(state)).pipe(
               // A lost race (another worker moved the task or resolved its hold): come back and read again.
               Effect.catchTag("StreamVersionConflict", () => Effect.succeed({ _tag: "Again" } as StepOutcome)),
               Effect.catchTag("LedgerRejected", () => Effect.succeed({ _tag: "Again" } as StepOutcome)),
