@@ -60,14 +60,17 @@ export interface Spawned {
   stop(): Promise<void>
 }
 
-/** `node [--require loopDelay.cjs] --import tsx <script>`, output to `logFile`, pinned to `core`. */
+/** `node [--cpu-prof] [--require loopDelay.cjs] --import tsx <script>`, output to `logFile`, pinned to `core`. */
 export const spawnNode = (
   script: string,
   options: { env: Record<string, string>; logFile: string; core: number; loopDelayFile?: string }
 ): Spawned => {
   const log = openSync(options.logFile, "a")
   const preload = options.loopDelayFile === undefined ? [] : ["--require", here("./loopDelay.cjs")]
-  const child = spawn(process.execPath, [...preload, "--import", "tsx", script], {
+  // BENCH_CPU_PROF_DIR: a V8 CPU profile of each server, written there when it stops (`node --cpu-prof`).
+  const profileDir = process.env.BENCH_CPU_PROF_DIR
+  const profile = profileDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", profileDir]
+  const child = spawn(process.execPath, [...profile, ...preload, "--import", "tsx", script], {
     env: {
       ...process.env,
       ...options.env,

@@ -11,12 +11,27 @@ export const canonicalJson = (value: unknown): string => {
   if (value === null || typeof value !== "object") {
     return typeof value === "bigint" ? JSON.stringify(value.toString()) : (JSON.stringify(value) ?? "null")
   }
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`
+  if (Array.isArray(value)) {
+    let out = "["
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i]
+      out += (i === 0 ? "" : ",") + (item === undefined ? "null" : canonicalJson(item))
+    }
+    return `${out}]`
+  }
   if (value instanceof Date) return JSON.stringify(value.toISOString())
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined && typeof v !== "function")
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`
+  // Plain loops, no intermediate arrays of entries: this runs for every event written (the ledger's hot path).
+  const record = value as Record<string, unknown>
+  const keys = Object.keys(record).sort()
+  let out = "{"
+  let first = true
+  for (const key of keys) {
+    const v = record[key]
+    if (v === undefined || typeof v === "function") continue
+    out += `${first ? "" : ","}${JSON.stringify(key)}:${canonicalJson(v)}`
+    first = false
+  }
+  return `${out}}`
 }
 
 export interface HashedFields {
@@ -33,20 +48,26 @@ export interface HashedFields {
 
 /** The event's hash (hex), chained to `previous` (hex, or null for a stream's first event). */
 export const eventHash = (previous: string | null, event: HashedFields): string =>
+  eventHashOfJson(previous, event, canonicalJson(event.data), canonicalJson(event.metadata))
+
+/**
+ * The same hash from the canonical JSON of `data` and `metadata`, already computed by a writer that sends that text
+ * to the database as well (one serialization per event instead of two). The canonical JSON of the field array is
+ * assembled here exactly as `canonicalJson` would write it.
+ */
+export const eventHashOfJson = (
+  previous: string | null,
+  event: Omit<HashedFields, "data" | "metadata">,
+  dataJson: string,
+  metadataJson: string
+): string =>
   createHash("sha256")
     .update(previous ?? "")
     .update("\n")
     .update(
-      canonicalJson([
-        event.stream,
-        event.position,
-        event.eventId,
-        event.type,
-        event.schemaVersion,
-        event.data,
-        event.metadata,
-        event.recordedAt
-      ])
+      `[${JSON.stringify(event.stream)},${JSON.stringify(event.position)},${JSON.stringify(event.eventId)},` +
+        `${JSON.stringify(event.type)},${JSON.stringify(event.schemaVersion)},${dataJson},${metadataJson},` +
+        `${JSON.stringify(event.recordedAt)}]`
     )
     .digest("hex")
 

@@ -4,7 +4,7 @@
  */
 import { Effect, Layer } from "effect"
 import { currentSchemaVersion, upcastLedgerEvent } from "../../domain/ledger/Upcast.ts"
-import { eventHash } from "./EventHash.ts"
+import { canonicalJson, eventHashOfJson } from "./EventHash.ts"
 import { SqlClient, SqlError } from "effect/sql"
 import {
   type Checkpoint,
@@ -78,11 +78,28 @@ export interface EventRecord {
   readonly event_id: string
   readonly event_type: string
   readonly schema_version: number
-  readonly data: unknown
-  readonly metadata: Record<string, unknown>
+  /** The canonical JSON of the event's data (EventHash.ts): what is hashed is what is stored. */
+  readonly dataJson: string
+  /** The canonical JSON of its metadata. */
+  readonly metadataJson: string
   readonly recorded_at: string
   /** Hex SHA-256 chained to the stream's previous event (EventHash.ts). */
   readonly hash: string
+}
+
+/** The records as one JSON array, the data and metadata inserted as the canonical text already made for the hash. */
+const eventRecordsJson = (records: ReadonlyArray<EventRecord>): string => {
+  let out = "["
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]
+    out +=
+      `${i === 0 ? "" : ","}{"stream_name":${JSON.stringify(r.stream_name)},` +
+      `"stream_position":${JSON.stringify(r.stream_position)},"event_id":${JSON.stringify(r.event_id)},` +
+      `"event_type":${JSON.stringify(r.event_type)},"schema_version":${JSON.stringify(r.schema_version)},` +
+      `"data":${r.dataJson},"metadata":${r.metadataJson},"recorded_at":${JSON.stringify(r.recorded_at)},` +
+      `"hash":${JSON.stringify(r.hash)}}`
+  }
+  return `${out}]`
 }
 
 /** The record columns as `jsonb_to_recordset` declares them. */
@@ -96,7 +113,7 @@ export const insertEventsSql = (sql: SqlClient.SqlClient, records: ReadonlyArray
     hash)
   SELECT stream_name, stream_position, event_id, event_type, schema_version, data, metadata, recorded_at,
     decode(hash, 'hex')
-  FROM jsonb_to_recordset(${recordsJson(records)}::jsonb) AS t(${sql.literal(EVENT_RECORD_COLUMNS)})`
+  FROM jsonb_to_recordset(${eventRecordsJson(records)}::jsonb) AS t(${sql.literal(EVENT_RECORD_COLUMNS)})`
 
 /** Moves the heads of a plan's streams: version and the hash of the last event. */
 export const upsertHeadsSql = (sql: SqlClient.SqlClient, plan: AppendPlan) => sql`
@@ -141,27 +158,28 @@ export const planAppends = (
     let previous = hashes.get(append.stream) ?? null
     for (const event of append.events) {
       position += 1n
-      const record = {
-        stream_name: append.stream,
-        stream_position: position.toString(),
-        event_id: event.eventId,
-        event_type: event.type,
-        schema_version: event.schemaVersion ?? 1,
-        data: event.data,
-        metadata: event.metadata ?? {},
-        recorded_at: at
-      }
-      previous = eventHash(previous, {
-        stream: record.stream_name,
-        position: record.stream_position,
-        eventId: record.event_id,
-        type: record.event_type,
-        schemaVersion: record.schema_version,
-        data: record.data,
-        metadata: record.metadata,
+      const dataJson = canonicalJson(event.data)
+      const metadataJson = canonicalJson(event.metadata ?? {})
+      const fields = {
+        stream: append.stream,
+        position: position.toString(),
+        eventId: event.eventId,
+        type: event.type,
+        schemaVersion: event.schemaVersion ?? 1,
         recordedAt: at
+      }
+      previous = eventHashOfJson(previous, fields, dataJson, metadataJson)
+      records.push({
+        stream_name: fields.stream,
+        stream_position: fields.position,
+        event_id: fields.eventId,
+        event_type: fields.type,
+        schema_version: fields.schemaVersion,
+        dataJson,
+        metadataJson,
+        recorded_at: at,
+        hash: previous
       })
-      records.push({ ...record, hash: previous })
     }
     current.set(append.stream, position)
     if (previous !== null) hashes.set(append.stream, previous)
