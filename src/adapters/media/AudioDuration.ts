@@ -5,7 +5,7 @@
  * weak signatures. This module is the edge around that promise-based library.
  */
 import { Effect } from "effect"
-import { type IAudioMetadata, parseBuffer } from "music-metadata"
+import type { IAudioMetadata } from "music-metadata"
 
 /** The lowest bit rate assumed when the length cannot be read: 8 kbps, below any speech codec in common use. */
 export const MIN_BITS_PER_SECOND = 8_000
@@ -24,7 +24,10 @@ const millisOf = (metadata: IAudioMetadata): number | null => {
 
 const parsed = (data: Uint8Array, fileInfo?: { readonly path: string }): Effect.Effect<number | null> =>
   Effect.tryPromise(() =>
-    parseBuffer(data, fileInfo === undefined ? undefined : { ...fileInfo, size: data.byteLength }, OPTIONS)
+    // Loaded on the first transcription that needs it, not at start.
+    import("music-metadata").then(({ parseBuffer }) =>
+      parseBuffer(data, fileInfo === undefined ? undefined : { ...fileInfo, size: data.byteLength }, OPTIONS)
+    )
   ).pipe(
     Effect.map(millisOf),
     Effect.orElseSucceed(() => null)

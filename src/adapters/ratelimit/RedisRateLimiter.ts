@@ -6,7 +6,6 @@
  * not take the gateway down with it.
  */
 import { Clock, Effect, Layer, Redacted } from "effect"
-import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"
 import { type Admission, MINUTE_MS, RateLimited, RateLimiter, secondsToNextMinute } from "../../app/RateLimiter.ts"
 import { effectiveRateLimits, type RateLimits } from "../../domain/keys/RateLimits.ts"
@@ -40,6 +39,8 @@ export const layer = (url: Redacted.Redacted<string>, defaults: RateLimits): Lay
   Layer.effect(
     RateLimiter,
     Effect.gen(function* () {
+      // Loaded only when REDIS_URL is set: the in-process limiter needs no client.
+      const { Redis } = yield* Effect.promise(() => import("ioredis"))
       const redis = yield* Effect.acquireRelease(
         Effect.sync(
           () =>

@@ -4,7 +4,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import type { FaultKnobs } from "./Faults.ts"
-import { type RecordedCall, type SimulatorOptions, startSimulator } from "./SimulatorServer.ts"
+import type { RecordedCall, SimulatorOptions } from "./SimulatorServer.ts"
 
 export class SimulatorStartError extends Schema.TaggedError<SimulatorStartError>()("SimulatorStartError", {
   message: Schema.String
@@ -32,7 +32,8 @@ export class Simulator extends Context.Service<
       Effect.gen(function* () {
         const running = yield* Effect.acquireRelease(
           Effect.tryPromise({
-            try: () => startSimulator(options),
+            // Loaded when a simulator is started, so a gateway with real upstreams never loads it (nor its encoders).
+            try: () => import("./SimulatorServer.ts").then(({ startSimulator }) => startSimulator(options)),
             catch: (cause) => new SimulatorStartError({ message: String(cause) })
           }),
           (server) => Effect.promise(() => server.close())

@@ -3,7 +3,6 @@
  * that server; unset → an embedded PGlite database under the data dir, reached through an in-process duplex. Same
  * migrations, same SQL, same type codecs on both.
  */
-import { PGlite } from "@electric-sql/pglite"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -29,7 +28,12 @@ const pgliteClient = (dataDir: string | undefined) =>
     Effect.gen(function* () {
       if (dataDir !== undefined) yield* Effect.sync(() => mkdirSync(dataDir, { recursive: true }))
       const db = yield* Effect.acquireRelease(
-        Effect.promise(() => PGlite.create(dataDir === undefined ? "memory://" : dataDir)),
+        // Loaded only for the embedded store: a gateway on a Postgres server never loads PGlite.
+        Effect.promise(() =>
+          import("@electric-sql/pglite").then(({ PGlite }) =>
+            PGlite.create(dataDir === undefined ? "memory://" : dataDir)
+          )
+        ),
         (db) => Effect.promise(() => db.close())
       )
       return PgClient.layer({
