@@ -4,7 +4,7 @@
  * end, however they end: completed, cut by the upstream, or abandoned by the client (then the upstream call is
  * aborted and the account pays for what was delivered, counted with the tokenizer when no usage arrived).
  */
-import { Clock, Context, Effect, Exit, Layer, Option, Result, Stream } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Result, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import {
   countAnthropicMessages,
@@ -12,7 +12,14 @@ import {
   countOpenAIChat,
   countText
 } from "../adapters/tokenizer/Tokenizer.ts"
-import type { ChatPlugin, ChatReply, ClientDialect, PluginModel, SseFrame } from "../plugins/ModelPlugin.ts"
+import type {
+  ChatPlugin,
+  ChatReply,
+  ClientDialect,
+  PluginFailure,
+  PluginModel,
+  SseFrame
+} from "../plugins/ModelPlugin.ts"
 import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
 import {
   anthropicRequestToIR,
@@ -194,7 +201,7 @@ export class ChatGateway extends Context.Service<
         // A flat-priced plugin says how to count (or not count) its input: tokenizing a multi-MB image is wasted work.
         const inputTokens = plugin.countInput?.({ dialect: input.dialect, body: input.body }) ?? countInput(input)
         const estimate = plugin.pricing.estimate({ request, inputTokens }, model)
-        const { holdId } = yield* ledger.placeHold({
+        const holdInput = {
           accountId: input.key.accountId,
           amount: estimate,
           keyId: input.key.keyId,
@@ -202,9 +209,9 @@ export class ChatGateway extends Context.Service<
           model: modelId,
           plugin: plugin.id,
           requestId: input.requestId
-        })
+        }
         const abort = new AbortController()
-        const reply = yield* plugin
+        const invoke = plugin
           .invoke({
             model,
             request,
@@ -212,22 +219,47 @@ export class ChatGateway extends Context.Service<
             requestId: input.requestId,
             signal: abort.signal
           })
-          .pipe(
-            Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
-            Effect.onExit((exit) => {
-              if (Exit.isSuccess(exit)) return Effect.void
-              // A refusal of the request itself (4xx, not a rate limit) is "rejected"; the rest "failed" or "cancelled".
-              const failure = Exit.findErrorOption(exit)
-              const status = Option.isSome(failure) ? failure.value.status : 0
-              const reason = Exit.hasInterrupts(exit)
-                ? "cancelled"
-                : status >= 400 && status < 500 && status !== 429
-                  ? "rejected"
-                  : "failed"
-              return ledger.release(input.key.accountId, holdId, reason).pipe(Effect.ignore)
-            }),
-            Effect.mapError(upstreamFailed)
-          )
+          .pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())))
+        /** Releases the hold of a call that ended without a reply: the reason says how it ended. */
+        const releaseUnless = (holdId: string) => (exit: Exit.Exit<ChatReply, PluginFailure>) => {
+          if (Exit.isSuccess(exit)) return Effect.void
+          // A refusal of the request itself (4xx, not a rate limit) is "rejected"; the rest "failed" or "cancelled".
+          const failure = Exit.findErrorOption(exit)
+          const status = Option.isSome(failure) ? failure.value.status : 0
+          const reason = Exit.hasInterrupts(exit)
+            ? "cancelled"
+            : status >= 400 && status < 500 && status !== 429
+              ? "rejected"
+              : "failed"
+          return ledger.release(input.key.accountId, holdId, reason).pipe(Effect.ignore)
+        }
+        // Uninterruptible from the hold's commit until its release is attached: a request interrupted meanwhile (the
+        // client left) still releases a hold that committed; only the upstream call itself can be interrupted.
+        const { holdId, reply } = yield* Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function* () {
+            if (!ledger.likelyAccepted(holdInput)) {
+              const { holdId } = yield* ledger.placeHold(holdInput)
+              const reply = yield* restore(invoke).pipe(Effect.onExit(releaseUnless(holdId)))
+              return { holdId, reply }
+            }
+            // Funded by this instance's last commit of the account: the upstream call starts while the hold commits,
+            // so the commit's round trip overlaps the upstream's. Nothing reaches the client before the hold is
+            // committed; a hold refused after all (another instance spent the balance meanwhile) aborts the call.
+            const calling = yield* Effect.forkChild(restore(invoke), { startImmediately: true })
+            const held = yield* Effect.exit(ledger.placeHold(holdInput))
+            if (Exit.isFailure(held)) {
+              abort.abort()
+              yield* Fiber.interrupt(calling)
+              return yield* Effect.failCause(held.cause)
+            }
+            const { holdId } = held.value
+            const reply = yield* restore(Fiber.join(calling)).pipe(
+              Effect.onInterrupt(() => Fiber.interrupt(calling)),
+              Effect.onExit(releaseUnless(holdId))
+            )
+            return { holdId, reply }
+          })
+        ).pipe(Effect.mapError((error) => (error._tag === "PluginFailure" ? upstreamFailed(error) : error)))
         const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
         const fallbackId = `msg_${randomUUID().replaceAll("-", "")}`
 

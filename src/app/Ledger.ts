@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto"
 import { type BatchOutcome, type Companion, commitBatch, KnownAccounts } from "../adapters/store/LedgerStore.ts"
 import { storeUnavailable } from "../adapters/store/PgEventStore.ts"
 import { formatMicros, type Micros } from "../domain/Money.ts"
-import type { Decision, LedgerCommand, LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
+import { type Decision, decide, type LedgerCommand, type LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import { LedgerRejected } from "./LedgerErrors.ts"
 import { StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
@@ -141,6 +141,13 @@ export class Ledger extends Context.Service<
     ) => Effect.Effect<void, LedgerRejected | StoreUnavailable | StreamVersionConflict>
     /** Releases every pending hold past its expiry; returns how many this call released. */
     readonly sweepExpiredHolds: Effect.Effect<number, StoreUnavailable>
+    /**
+     * A hint, not a decision: true when this instance's own last commit of the account shows room for twice the hold
+     * (balance and the key's spend limit). False when the account is not remembered (never written here, or evicted)
+     * or looks short. Callers may start work that the hold will pay for before the hold is committed only when this
+     * is true, so an account without funds never costs an upstream call; the committed decision still rules.
+     */
+    readonly likelyAccepted: (input: PlaceHoldInput) => boolean
   }
 >()("tollgate/app/Ledger") {
   static readonly layerWith = (options: LedgerOptions) =>
@@ -314,6 +321,14 @@ export class Ledger extends Context.Service<
           yield* acceptedWith(yield* enqueue({ type: "ReleaseHold", accountId, holdId, reason, at }, {}, companion))
         })
 
+        const likelyAccepted = (input: PlaceHoldInput): boolean => {
+          const remembered = known.get(input.accountId)
+          if (remembered === undefined) return false
+          if (input.keyId !== null && !remembered.state.keys.has(input.keyId)) return false
+          const probe = holdCommand({ ...input, amount: input.amount * 2n, holdId: undefined }, Date.now()).command
+          return decide(remembered.state, probe)._tag === "Accepted"
+        }
+
         const sweepExpiredHolds = Effect.gen(function* () {
           const now = new Date(yield* Clock.currentTimeMillis)
           const due = yield* sql<{ hold_id: string; account_id: string }>`
@@ -354,7 +369,8 @@ export class Ledger extends Context.Service<
           placeHoldWith,
           settleWith,
           releaseWith,
-          sweepExpiredHolds
+          sweepExpiredHolds,
+          likelyAccepted
         })
       })
     )
