@@ -3,15 +3,12 @@
  * does not go through the typed AdminClient: the body text of a 2xx, or the CLI's usual errors. The budget is long
  * because replay and audit verification of a long history take minutes on the server.
  */
-import { Duration, Effect, Option, Redacted, Result, Schema } from "effect"
-import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
-import { ErrorEnvelope } from "./AdminApi.ts"
-import { describeNetworkFailure } from "./AdminClient.ts"
+import { Duration, Effect, Option, Redacted, Result } from "effect"
+import { HttpClient, HttpClientRequest } from "effect/http"
 import { loadAdminCredentials } from "./AdminToken.ts"
 import { AdminRequestRejected, AdminTokenRefused, ServerUnreachable, UnexpectedResponse } from "./CliErrors.ts"
 import { ServerUrl } from "./CliSettings.ts"
-
-const parseJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unknown))
+import { errorEnvelope, parseJson, readBody, unreachable } from "./JsonCall.ts"
 
 export interface AdminRequestOptions {
   readonly method?: "GET" | "POST"
@@ -44,27 +41,20 @@ export const adminResponse = Effect.fn("adminResponse")(function* (path: string,
       )
   if (response.status < 400) return response
   if (response.status === 401) return yield* new AdminTokenRefused({ tokenFile: credentials.tokenFile })
-  const text = yield* readText(url, response)
-  const parsed = parseJson(text)
-  const envelope = Result.isSuccess(parsed) ? Schema.decodeUnknownOption(ErrorEnvelope)(parsed.success) : Option.none()
+  const text = yield* readBody(url, response)
+  const envelope = errorEnvelope(text)
   if (Option.isSome(envelope)) {
-    const { message, code } = envelope.value.error
-    return yield* new AdminRequestRejected({ status: response.status, serverMessage: message, code: code ?? null })
+    const { message, code } = envelope.value
+    return yield* new AdminRequestRejected({ status: response.status, serverMessage: message, code })
   }
   return yield* new UnexpectedResponse({ url, status: response.status, detail: text.trim().slice(0, 120) })
 })
-
-const unreachable = (url: string, error: HttpClientError.HttpClientError) =>
-  new ServerUnreachable({ url, reason: describeNetworkFailure(error.reason.cause ?? error) })
-
-export const readText = (url: string, response: HttpClientResponse.HttpClientResponse) =>
-  response.text.pipe(Effect.mapError((error) => unreachable(url, error)))
 
 /** The body text of a 2xx admin answer, or the CLI's usual errors. */
 export const adminRequest = (path: string, options: AdminRequestOptions = {}) =>
   Effect.gen(function* () {
     const response = yield* adminResponse(path, options)
-    return yield* readText(yield* ServerUrl, response)
+    return yield* readBody(yield* ServerUrl, response)
   })
 
 /** The JSON body of an admin answer, or UnexpectedResponse when it is not JSON. */

@@ -2,26 +2,17 @@
  * The public video API (`/v1/videos`) as `tollgate videos` calls it, with an API key rather than the admin token.
  * The key comes only from `TOLLGATE_API_KEY` (argv shows up in `ps` and shell history) and stays `Redacted`.
  */
-import {
-  Config,
-  Context,
-  Duration,
-  Effect,
-  FileSystem,
-  Layer,
-  Option,
-  Redacted,
-  Result,
-  Schema,
-  Sink,
-  Stream
-} from "effect"
-import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
-import type { HttpMethod } from "effect/http/HttpMethod"
-import { describeNetworkFailure } from "../AdminClient.ts"
-import { ErrorEnvelope } from "../AdminApi.ts"
-import { ServerUnreachable, UnexpectedResponse } from "../CliErrors.ts"
+import { Config, Context, Effect, FileSystem, Layer, Option, Redacted, Schema, Sink, Stream } from "effect"
+import { HttpClient, HttpClientRequest } from "effect/http"
+import type { ServerUnreachable, UnexpectedResponse } from "../CliErrors.ts"
 import { ServerUrl } from "../CliSettings.ts"
+import {
+  describeNetworkFailure,
+  type JsonAnswer,
+  makeJsonCall,
+  readBody,
+  rejection as envelopeRejection
+} from "../JsonCall.ts"
 
 export class ApiKeyMissing extends Schema.TaggedError<ApiKeyMissing>()("ApiKeyMissing", {}) {
   override get message() {
@@ -108,12 +99,7 @@ export const VideoList = Schema.Struct({
 })
 export type VideoList = typeof VideoList.Type
 
-export interface VideoAnswer<A> {
-  readonly status: number
-  /** The body as sent, for `--json`. */
-  readonly body: unknown
-  readonly value: A
-}
+export type VideoAnswer<A> = JsonAnswer<A>
 
 export interface VideoListQuery {
   readonly limit?: number | undefined
@@ -134,8 +120,6 @@ export interface VideoApiShape {
   ) => Effect.Effect<number, CallError | VideoDownloadFailed, FileSystem.FileSystem>
 }
 
-const requestTimeout = Duration.seconds(30)
-
 const apiKeyFromEnv = Config.option(Config.Redacted("TOLLGATE_API_KEY"))
 
 export const loadApiKey: Effect.Effect<Redacted.Redacted<string>, ApiKeyMissing> = Effect.gen(function* () {
@@ -144,85 +128,34 @@ export const loadApiKey: Effect.Effect<Redacted.Redacted<string>, ApiKeyMissing>
   return Redacted.make(Redacted.value(key.value).trim())
 })
 
-const parseJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unknown))
-
-const firstLine = (text: string) => {
-  const line = text.trim().split("\n", 1)[0] ?? ""
-  return line.length > 120 ? `${line.slice(0, 117)}...` : line
-}
-
 /** An error answer as the user should read it: the envelope's message when there is one. */
 export const rejection = (
   url: string,
   status: number,
   text: string
-): ApiKeyRefused | VideoRequestRejected | UnexpectedResponse => {
-  const parsed = parseJson(text)
-  const envelope = Result.isSuccess(parsed) ? Schema.decodeUnknownOption(ErrorEnvelope)(parsed.success) : Option.none()
-  if (Option.isNone(envelope)) {
-    return new UnexpectedResponse({ url, status, detail: text.trim() === "" ? "empty error body" : firstLine(text) })
-  }
-  const { message, code } = envelope.value.error
-  if (status === 401) return new ApiKeyRefused({ serverMessage: message })
-  return new VideoRequestRejected({ status, serverMessage: message, code: code ?? null })
-}
+): ApiKeyRefused | VideoRequestRejected | UnexpectedResponse =>
+  envelopeRejection(url, status, text, ({ message, code }) =>
+    status === 401
+      ? new ApiKeyRefused({ serverMessage: message })
+      : new VideoRequestRejected({ status, serverMessage: message, code })
+  )
 
 export const makeVideoApi = (options: { readonly url: string; readonly apiKey: Redacted.Redacted<string> }) =>
   Effect.gen(function* () {
     const client = yield* HttpClient.HttpClient
     const { url, apiKey } = options
-    const unreachable = (reason: string) => new ServerUnreachable({ url, reason })
-
-    const send = (request: HttpClientRequest.HttpClientRequest) =>
-      client
-        .execute(request.pipe(HttpClientRequest.bearerToken(Redacted.value(apiKey))))
-        .pipe(
-          Effect.mapError((error) =>
-            error.reason._tag === "InvalidUrlError"
-              ? unreachable(`"${url}" is not a valid URL`)
-              : unreachable(describeNetworkFailure(error.reason.cause ?? error))
-          )
-        )
-
-    const readBody = (response: HttpClientResponse.HttpClientResponse) =>
-      response.text.pipe(Effect.mapError((error) => unreachable(describeNetworkFailure(error.reason.cause ?? error))))
-
-    const call = Effect.fn("VideoApi.call")(
-      function* <A>(
-        schema: Schema.Decoder<A>,
-        method: HttpMethod,
-        path: string,
-        options: { readonly body?: unknown; readonly urlParams?: Record<string, string> } = {}
-      ): Effect.fn.Return<VideoAnswer<A>, CallError> {
-        yield* Effect.annotateCurrentSpan({ method, path })
-        let request = HttpClientRequest.make(method)(`${url}${path}`, {
-          acceptJson: true,
-          ...(options.urlParams === undefined ? {} : { urlParams: options.urlParams })
-        })
-        if (options.body !== undefined) request = HttpClientRequest.bodyJsonUnsafe(request, options.body)
-        const response = yield* send(request)
-        const text = yield* readBody(response)
-        const status = response.status
-        if (status >= 400) return yield* rejection(url, status, text)
-        const parsed = parseJson(text)
-        if (Result.isFailure(parsed))
-          return yield* new UnexpectedResponse({ url, status, detail: "the body is not JSON" })
-        const decoded = Schema.decodeUnknownResult(schema)(parsed.success)
-        if (Result.isFailure(decoded)) {
-          return yield* new UnexpectedResponse({ url, status, detail: firstLine(decoded.failure.message) })
-        }
-        return { status, body: parsed.success, value: decoded.success }
-      },
-      Effect.timeoutOrElse({
-        duration: requestTimeout,
-        orElse: () => Effect.fail(unreachable(`no answer within ${Duration.format(requestTimeout)}`))
-      })
-    )
+    const { send, call } = makeJsonCall({
+      name: "VideoApi.call",
+      client,
+      url,
+      credential: apiKey,
+      rejected: (status, text) => rejection(url, status, text)
+    })
 
     const download = Effect.fn("VideoApi.download")(function* (id: string, path: string) {
       const fs = yield* FileSystem.FileSystem
       const response = yield* send(HttpClientRequest.get(`${url}/v1/videos/${encodeURIComponent(id)}/content`))
-      if (response.status >= 400) return yield* rejection(url, response.status, yield* readBody(response))
+      if (response.status >= 400) return yield* rejection(url, response.status, yield* readBody(url, response))
       const partial = `${path}.part`
       const failed = (reason: string) => new VideoDownloadFailed({ path, reason })
       yield* response.stream.pipe(
