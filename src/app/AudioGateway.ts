@@ -21,19 +21,11 @@ import {
   type TranscriptionRequest
 } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "../plugins/PluginRegistry.ts"
-import {
-  type InvalidChatRequest,
-  type ModelNotAllowed,
-  type ModelNotFound,
-  type UpstreamFailed,
-  upstreamFailed
-} from "./ChatErrors.ts"
+import { upstreamFailed } from "./ChatErrors.ts"
 import { wrongEndpoint } from "./EmbeddingsGateway.ts"
-import { placeHoldFor, releaseReason, resolveModel, underHold } from "./HeldCall.ts"
+import { callUnderHold, type HeldCallError, placeHoldFor, releaseReason, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
-import type { LedgerRejected } from "./LedgerErrors.ts"
-import type { StoreUnavailable } from "./StoreErrors.ts"
 
 export interface TranscriptionInput {
   /** The model id the client named. */
@@ -57,13 +49,7 @@ export interface SpeechResult {
   readonly body: Stream.Stream<Uint8Array, unknown>
 }
 
-export type AudioError =
-  | ModelNotFound
-  | ModelNotAllowed
-  | InvalidChatRequest
-  | UpstreamFailed
-  | LedgerRejected
-  | StoreUnavailable
+export type AudioError = HeldCallError
 
 export class AudioGateway extends Context.Service<
   AudioGateway,
@@ -91,16 +77,9 @@ export class AudioGateway extends Context.Service<
           { request: input.request, audioMillis, promptTokens: countText(input.request.prompt ?? "") },
           model
         )
-        const { holdId } = yield* placeHoldFor(ledger, {
-          key: input.key,
-          modelId: input.model,
-          pluginId: plugin.id,
-          requestId: input.requestId,
-          amount: estimate
-        })
-        const reply = yield* underHold(ledger, input.key.accountId, holdId, (signal) =>
+        const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) =>
           plugin.transcribe({ model, request: input.request, measuredMillis, requestId: input.requestId, signal })
-        ).pipe(Effect.mapError(upstreamFailed))
+        )
         const usage = { ...reply.usage, measuredMillis: audioMillis }
         yield* ledger.settle(input.key.accountId, holdId, plugin.pricing.price(usage, model), {
           ...usage,
@@ -139,13 +118,7 @@ export class AudioGateway extends Context.Service<
           { request: input.request, inputTokens: countText(input.request.input) },
           model
         )
-        const { holdId } = yield* placeHoldFor(ledger, {
-          key: input.key,
-          modelId: input.model,
-          pluginId: plugin.id,
-          requestId: input.requestId,
-          amount: estimate
-        })
+        const { holdId } = yield* placeHoldFor(ledger, input, plugin.id, estimate)
         const abort = new AbortController()
         // The first chunk is awaited here, so an upstream that fails before any audio is an error status, not a
         // truncated 200, and costs nothing.

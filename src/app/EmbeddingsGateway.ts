@@ -13,19 +13,10 @@ import {
   type ResolvedModel,
   wrongEndpointMessage
 } from "../plugins/PluginRegistry.ts"
-import {
-  type InvalidChatRequest,
-  type ModelNotAllowed,
-  type ModelNotFound,
-  type UpstreamFailed,
-  UpstreamFailed as UpstreamFailedError,
-  upstreamFailed
-} from "./ChatErrors.ts"
-import { placeHoldFor, resolveModel, underHold } from "./HeldCall.ts"
+import { UpstreamFailed } from "./ChatErrors.ts"
+import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
-import type { LedgerRejected } from "./LedgerErrors.ts"
-import type { StoreUnavailable } from "./StoreErrors.ts"
 
 export interface EmbeddingsInput {
   /** The model id the client named. */
@@ -35,13 +26,7 @@ export interface EmbeddingsInput {
   readonly requestId: string
 }
 
-export type EmbeddingsError =
-  | ModelNotFound
-  | ModelNotAllowed
-  | InvalidChatRequest
-  | UpstreamFailed
-  | LedgerRejected
-  | StoreUnavailable
+export type EmbeddingsError = HeldCallError
 
 /** Why a model cannot be served here, naming the endpoint that serves it. */
 export const wrongEndpoint = (modelId: string, kind: ResolvedModel["kind"]): string =>
@@ -67,20 +52,13 @@ export class EmbeddingsGateway extends Context.Service<
         const { plugin, model } = yield* resolveModel(registry, "embeddings", input.model, input.key, wrongEndpoint)
         const inputTokens = countEmbeddingInputs(input.request.inputs)
         const estimate = plugin.pricing.estimate({ request: input.request, inputTokens }, model)
-        const { holdId } = yield* placeHoldFor(ledger, {
-          key: input.key,
-          modelId: input.model,
-          pluginId: plugin.id,
-          requestId: input.requestId,
-          amount: estimate
-        })
-        const reply = yield* underHold(ledger, input.key.accountId, holdId, (signal) =>
+        const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) =>
           plugin.embed({ model, request: input.request, inputTokens, requestId: input.requestId, signal })
-        ).pipe(Effect.mapError(upstreamFailed))
+        )
         if (reply.vectors.length !== input.request.inputs.length) {
           // A reply the client cannot match to its inputs is not delivered: nothing is charged for it.
           yield* ledger.release(input.key.accountId, holdId, "failed")
-          return yield* new UpstreamFailedError({
+          return yield* new UpstreamFailed({
             status: 502,
             message: `the upstream returned ${reply.vectors.length} embeddings for ${input.request.inputs.length} inputs`
           })

@@ -1,15 +1,25 @@
 /**
  * The steps every non-chat gateway (images, embeddings, audio) takes around one plugin call: resolve the model for
  * its endpoint and the key, place the hold, run the call under it — an interruption aborts the upstream request, a
- * failure or interruption releases the whole hold — and leave settlement to the caller, which knows the usage.
+ * failure or interruption releases the whole hold, a plugin failure becomes `UpstreamFailed` — and leave settlement
+ * to the caller, which knows the usage.
  */
 import { Effect, Exit } from "effect"
 import type { PluginFailure } from "../plugins/ModelPlugin.ts"
 import type { PluginRegistry, ResolvedModel } from "../plugins/PluginRegistry.ts"
-import { InvalidChatRequest, ModelNotAllowed, ModelNotFound } from "./ChatErrors.ts"
+import type { UpstreamFailed } from "./ChatErrors.ts"
+import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, upstreamFailed } from "./ChatErrors.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import type { Ledger } from "./Ledger.ts"
+import type { LedgerRejected } from "./LedgerErrors.ts"
+import type { StoreUnavailable } from "./StoreErrors.ts"
 import type { Micros } from "../domain/Money.ts"
+
+/** Why `resolveModel` refuses a call before any hold: an unknown model, one off the key's list, or another kind. */
+export type ModelRefused = ModelNotFound | ModelNotAllowed | InvalidChatRequest
+
+/** What a held call can fail with: the model refused, the upstream failed, or the ledger refused or was unreachable. */
+export type HeldCallError = ModelRefused | UpstreamFailed | LedgerRejected | StoreUnavailable
 
 /** Why a failed plugin call's hold goes back: the client went away, the upstream refused the request, or it failed. */
 export const releaseReason = (exit: Exit.Exit<unknown, PluginFailure>) => {
@@ -44,25 +54,24 @@ export const resolveModel = <K extends ResolvedModel["kind"]>(
     return entry as Extract<ResolvedModel, { readonly kind: K }>
   })
 
-/** The hold for one call of `key` on `modelId` through `pluginId`. */
-export const placeHoldFor = (
-  ledger: Ledger["Service"],
-  call: {
-    readonly key: AuthenticatedKey
-    readonly modelId: string
-    readonly pluginId: string
-    readonly requestId: string | null
-    readonly amount: Micros
-  }
-) =>
+/** The call as the client made it: whose key, on which model id, under which request id. */
+export interface HeldCallInput {
+  readonly key: AuthenticatedKey
+  /** The model id the client named. */
+  readonly model: string
+  readonly requestId: string
+}
+
+/** The hold of `amount` for one call of `input` through `pluginId`. */
+export const placeHoldFor = (ledger: Ledger["Service"], input: HeldCallInput, pluginId: string, amount: Micros) =>
   ledger.placeHold({
-    accountId: call.key.accountId,
-    amount: call.amount,
-    keyId: call.key.keyId,
-    keySpendLimit: call.key.spendLimit,
-    model: call.modelId,
-    plugin: call.pluginId,
-    requestId: call.requestId
+    accountId: input.key.accountId,
+    amount,
+    keyId: input.key.keyId,
+    keySpendLimit: input.key.spendLimit,
+    model: input.model,
+    plugin: pluginId,
+    requestId: input.requestId
   })
 
 /**
@@ -83,4 +92,21 @@ export const underHold = <A, R>(
         Exit.isSuccess(exit) ? Effect.void : ledger.release(accountId, holdId, releaseReason(exit)).pipe(Effect.ignore)
       )
     )
+  })
+
+/**
+ * Places the hold of `amount` for `input` and runs `call` under it (see `underHold`), a plugin failure surfacing as
+ * `UpstreamFailed`; the hold is left for the caller to settle from the reply.
+ */
+export const callUnderHold = <A, R>(
+  ledger: Ledger["Service"],
+  input: HeldCallInput,
+  pluginId: string,
+  amount: Micros,
+  call: (signal: AbortSignal) => Effect.Effect<A, PluginFailure, R>
+) =>
+  Effect.gen(function* () {
+    const { holdId } = yield* placeHoldFor(ledger, input, pluginId, amount)
+    const reply = yield* underHold(ledger, input.key.accountId, holdId, call).pipe(Effect.mapError(upstreamFailed))
+    return { holdId, reply }
   })

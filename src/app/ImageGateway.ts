@@ -9,18 +9,9 @@ import { Context, Effect, Layer } from "effect"
 import { countText } from "../adapters/tokenizer/Tokenizer.ts"
 import type { ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
-import {
-  type InvalidChatRequest,
-  type ModelNotAllowed,
-  type ModelNotFound,
-  type UpstreamFailed,
-  upstreamFailed
-} from "./ChatErrors.ts"
-import { placeHoldFor, resolveModel, underHold } from "./HeldCall.ts"
+import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
-import type { LedgerRejected } from "./LedgerErrors.ts"
-import type { StoreUnavailable } from "./StoreErrors.ts"
 
 export interface ImagesInput {
   readonly operation: ImageOperation
@@ -31,17 +22,8 @@ export interface ImagesInput {
   readonly requestId: string
 }
 
-export type ImagesError =
-  | ModelNotFound
-  | ModelNotAllowed
-  | InvalidChatRequest
-  | UpstreamFailed
-  | LedgerRejected
-  | StoreUnavailable
+export type ImagesError = HeldCallError
 
-const callFailed = upstreamFailed
-
-/** A refusal of the request itself (4xx other than rate limits) versus a failure to serve it. */
 export class ImageGateway extends Context.Service<
   ImageGateway,
   { readonly images: (input: ImagesInput) => Effect.Effect<ImagesReply, ImagesError> }
@@ -61,17 +43,10 @@ export class ImageGateway extends Context.Service<
           { operation: input.operation, request: input.request, promptTokens: countText(input.request.prompt) },
           model
         )
-        const { holdId } = yield* placeHoldFor(ledger, {
-          key: input.key,
-          modelId: input.model,
-          pluginId: plugin.id,
-          requestId: input.requestId,
-          amount: estimate
-        })
-        const reply = yield* underHold(ledger, input.key.accountId, holdId, (signal) => {
+        const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) => {
           const call = { model, operation: input.operation, request: input.request, requestId: input.requestId, signal }
           return input.operation === "edit" ? plugin.edit(call) : plugin.generate(call)
-        }).pipe(Effect.mapError(callFailed))
+        })
         yield* ledger.settle(input.key.accountId, holdId, plugin.pricing.price(reply.usage, model), {
           ...reply.usage,
           images: reply.images.length,
