@@ -118,11 +118,10 @@ export class AudioGateway extends Context.Service<
           { request: input.request, inputTokens: countText(input.request.input) },
           model
         )
-        const { holdId } = yield* placeHoldFor(ledger, input, plugin.id, estimate)
         const abort = new AbortController()
         // The first chunk is awaited here, so an upstream that fails before any audio is an error status, not a
         // truncated 200, and costs nothing.
-        const { reply, iterator, first } = yield* Effect.gen(function* () {
+        const started = Effect.gen(function* () {
           const reply = yield* plugin.speak({
             model,
             request: input.request,
@@ -137,17 +136,26 @@ export class AudioGateway extends Context.Service<
           })
           if (first.done === true) return yield* Effect.fail(pluginFailure(502, "the upstream answered without audio"))
           return { reply, iterator, first: first.value }
-        }).pipe(
-          // Any failure or interruption here also stops the upstream call; the audio never reached the client.
-          Effect.onExit((exit) =>
-            Exit.isSuccess(exit)
-              ? Effect.void
-              : Effect.sync(() => abort.abort()).pipe(
-                  Effect.andThen(ledger.release(input.key.accountId, holdId, releaseReason(exit))),
-                  Effect.ignore
-                )
-          ),
-          Effect.mapError(upstreamFailed)
+        })
+        // Uninterruptible from the hold's commit until its release is attached (as in callUnderHold): a client that
+        // leaves meanwhile still gets its committed hold released; only the upstream call can be interrupted.
+        const { holdId, reply, iterator, first } = yield* Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function* () {
+            const { holdId } = yield* placeHoldFor(ledger, input, plugin.id, estimate)
+            const opened = yield* restore(started).pipe(
+              // Any failure or interruption here also stops the upstream call; the audio never reached the client.
+              Effect.onExit((exit) =>
+                Exit.isSuccess(exit)
+                  ? Effect.void
+                  : Effect.sync(() => abort.abort()).pipe(
+                      Effect.andThen(ledger.release(input.key.accountId, holdId, releaseReason(exit))),
+                      Effect.ignore
+                    )
+              ),
+              Effect.mapError(upstreamFailed)
+            )
+            return { holdId, ...opened }
+          })
         )
         const rest = Stream.fromAsyncIterable({ [Symbol.asyncIterator]: () => iterator }, (error) => error)
         const body = Stream.concat(Stream.succeed(first), rest).pipe(

@@ -96,7 +96,9 @@ export const underHold = <A, R>(
 
 /**
  * Places the hold of `amount` for `input` and runs `call` under it (see `underHold`), a plugin failure surfacing as
- * `UpstreamFailed`; the hold is left for the caller to settle from the reply.
+ * `UpstreamFailed`; the hold is left for the caller to settle from the reply. Uninterruptible from the hold's commit
+ * until its release is attached, so a caller interrupted meanwhile (the client left) still releases a committed hold;
+ * only the call itself can be interrupted.
  */
 export const callUnderHold = <A, R>(
   ledger: Ledger["Service"],
@@ -105,8 +107,12 @@ export const callUnderHold = <A, R>(
   amount: Micros,
   call: (signal: AbortSignal) => Effect.Effect<A, PluginFailure, R>
 ) =>
-  Effect.gen(function* () {
-    const { holdId } = yield* placeHoldFor(ledger, input, pluginId, amount)
-    const reply = yield* underHold(ledger, input.key.accountId, holdId, call).pipe(Effect.mapError(upstreamFailed))
-    return { holdId, reply }
-  })
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function* () {
+      const { holdId } = yield* placeHoldFor(ledger, input, pluginId, amount)
+      const reply = yield* underHold(ledger, input.key.accountId, holdId, (signal) => restore(call(signal))).pipe(
+        Effect.mapError(upstreamFailed)
+      )
+      return { holdId, reply }
+    })
+  )
