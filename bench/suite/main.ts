@@ -233,8 +233,22 @@ const start = async (target: Target): Promise<Server | undefined> => {
 }
 
 // --- measuring --------------------------------------------------------------------------------------------------
+/** The gateway's ledger-writer counters from `/metrics` (open in the bench: no metrics token); none for the floor. */
+const writerCounters = async (server: Server) => {
+  if (server.target === "floor") return undefined
+  const text = await fetch(`${server.origin}/metrics`).then((r) => r.text())
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN)
+  return {
+    batches: value("tollgate_ledger_batches_total"),
+    commands: value("tollgate_ledger_commands_total"),
+    retries: value("tollgate_ledger_batch_retries_total")
+  }
+}
+
 interface Measured<A> {
   result: A
+  /** What the ledger writers did during the run: batches, commands and batches decided again. */
+  writer: { batches: number; commands: number; retries: number } | undefined
   cpuUs: number
   /** Share of one core the load generator used: near 100% means the generator, not the server, was the limit. */
   generatorCorePercent: number
@@ -248,6 +262,7 @@ const measure = async <A>(server: Server, job: unknown): Promise<Measured<A>> =>
   const pgBefore = backends.reduce((sum, pid) => sum + cpuMicros(pid), 0)
   const before = cpuMicros(server.process.pid)
   const sampler = rssSampler(server.process.pid)
+  const writerBefore = await writerCounters(server)
   const generatorBefore = cpuMicros(generator.pid)
   const startedAt = process.hrtime.bigint()
   const result = await generator.run<A>(job)
@@ -257,7 +272,16 @@ const measure = async <A>(server: Server, job: unknown): Promise<Measured<A>> =>
   const cpuUs = cpuMicros(server.process.pid) - before
   const postgresCpuUs =
     server.database === undefined ? undefined : backends.reduce((sum, pid) => sum + cpuMicros(pid), 0) - pgBefore
-  return { result, cpuUs, generatorCorePercent, postgresCpuUs, peakRss: peak, rssSamples: samples }
+  const writerAfter = await writerCounters(server)
+  const writer =
+    writerBefore === undefined || writerAfter === undefined
+      ? undefined
+      : {
+          batches: writerAfter.batches - writerBefore.batches,
+          commands: writerAfter.commands - writerBefore.commands,
+          retries: writerAfter.retries - writerBefore.retries
+        }
+  return { result, writer, cpuUs, generatorCorePercent, postgresCpuUs, peakRss: peak, rssSamples: samples }
 }
 
 const non200 = (statuses: Record<string, number>) =>
@@ -287,7 +311,7 @@ const loadScenario = async (
     })
     if (best === undefined || measured.result.rps > best.result.rps) best = measured
   }
-  const { result, cpuUs, postgresCpuUs, peakRss, generatorCorePercent } = best!
+  const { result, writer, cpuUs, postgresCpuUs, peakRss, generatorCorePercent } = best!
   const row: Row = {
     scenario,
     target: server.target,
@@ -302,6 +326,13 @@ const loadScenario = async (
     errors: result.errors + result.timeouts,
     notes: {
       ...(result.ttfb === undefined ? {} : { ttfbP50: result.ttfb.p50, ttfbP99: result.ttfb.p99 }),
+      // The group commit at work: ledger commands per transaction, and batches decided again per request.
+      ...(writer === undefined || writer.batches === 0
+        ? {}
+        : {
+            commandsPerBatch: Math.round((writer.commands / writer.batches) * 10) / 10,
+            retriesPerRequest: Math.round((writer.retries / result.requests) * 1e4) / 1e4
+          }),
       generatorCorePercent
     }
   }

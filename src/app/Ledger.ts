@@ -8,7 +8,13 @@
 import { Clock, Context, Deferred, Effect, Layer, Queue, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type BatchOutcome, type Companion, commitBatch, KnownAccounts } from "../adapters/store/LedgerStore.ts"
+import {
+  type BatchOutcome,
+  type Companion,
+  commitBatch,
+  KnownAccounts,
+  WriterStats
+} from "../adapters/store/LedgerStore.ts"
 import { storeUnavailable } from "../adapters/store/PgEventStore.ts"
 import { formatMicros, type Micros } from "../domain/Money.ts"
 import { type Decision, decide, type LedgerCommand, type LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
@@ -70,6 +76,15 @@ export const toLedgerError = (rejection: LedgerRejection): LedgerRejected =>
   new LedgerRejected({ reason: rejection._tag, message: describe(rejection) })
 
 export type { Companion }
+
+export interface WriterStatsSnapshot {
+  readonly batches: number
+  readonly commands: number
+  /** Batches that collided with another writer and were decided again with the stream heads locked. */
+  readonly lockedRetries: number
+  /** Batches retried because another instance created one of their streams first. */
+  readonly conflictRetries: number
+}
 
 interface Pending {
   readonly command: LedgerCommand
@@ -148,6 +163,8 @@ export class Ledger extends Context.Service<
      * is true, so an account without funds never costs an upstream call; the committed decision still rules.
      */
     readonly likelyAccepted: (input: PlaceHoldInput) => boolean
+    /** This instance's writers so far: batches and commands committed, and batches decided again. */
+    readonly writerStats: () => WriterStatsSnapshot
   }
 >()("tollgate/app/Ledger") {
   static readonly layerWith = (options: LedgerOptions) =>
@@ -159,12 +176,19 @@ export class Ledger extends Context.Service<
         // Accounts as this instance last committed them: a batch that needs nothing else skips its read. Each account
         // has one shard, so one writer, and every write is still checked against the stream head in the database.
         const known = new KnownAccounts()
+        const stats = new WriterStats()
+        let conflictRetries = 0
 
         const runBatch = (batch: ReadonlyArray<Pending>) =>
           Effect.gen(function* () {
             const now = new Date(yield* Clock.currentTimeMillis)
             const items = batch.map((p) => ({ command: p.command, metadata: p.metadata, companion: p.companion }))
-            const decisions = yield* commitBatch(items, now, randomUUID, known).pipe(
+            const decisions = yield* commitBatch(items, now, randomUUID, known, stats).pipe(
+              Effect.tapError((e) =>
+                Effect.sync(() => {
+                  if (e instanceof StreamVersionConflict) conflictRetries += 1
+                })
+              ),
               // Another instance created the same new stream first: decide again on fresh state.
               Effect.retry({ while: (e) => e instanceof StreamVersionConflict, times: 3 }),
               Effect.catchTag("StreamVersionConflict", (e) =>
@@ -370,7 +394,13 @@ export class Ledger extends Context.Service<
           settleWith,
           releaseWith,
           sweepExpiredHolds,
-          likelyAccepted
+          likelyAccepted,
+          writerStats: () => ({
+            batches: stats.batches,
+            commands: stats.commands,
+            lockedRetries: stats.lockedRetries,
+            conflictRetries
+          })
         })
       })
     )

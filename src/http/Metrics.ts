@@ -1,8 +1,9 @@
 /**
  * Prometheus metrics (`GET /metrics`, prom-client's text format). Per request: counts and latency by route pattern,
  * method, model and status, split into the upstream's share and the gateway's own overhead. At scrape time, from the
- * store (so every instance on one database agrees): ledger events appended, holds outstanding, video tasks by state;
- * plus the process's CPU, memory and event-loop lag. Open unless `TOLLGATE_METRICS_TOKEN` is set, then Bearer.
+ * store (so every instance on one database agrees): ledger events appended, holds outstanding, video tasks by state.
+ * From this instance's ledger writers: batches, commands and batch retries (the group commit's batch size and its
+ * conflict rate). Plus the process's CPU, memory and event-loop lag. Open unless `TOLLGATE_METRICS_TOKEN` is set, then Bearer.
  *
  * A streamed response is measured to its first byte (the headers): the whole stream's length is the client's pace.
  */
@@ -10,6 +11,7 @@ import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client"
+import { Ledger } from "../app/Ledger.ts"
 import { OperationalStats } from "../app/OperationalStats.ts"
 import type { RequestTelemetry } from "../app/RequestTelemetry.ts"
 import { PluginRegistry } from "../plugins/PluginRegistry.ts"
@@ -42,6 +44,7 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
   static readonly layer = Layer.effectContext(
     Effect.gen(function* () {
       const stats = yield* OperationalStats
+      const ledger = yield* Ledger
       const plugins = yield* PluginRegistry
       const registry = new Registry()
       collectDefaultMetrics({ register: registry, prefix: "tollgate_" })
@@ -138,6 +141,28 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
           }
         }
       })
+      // This instance's ledger writers (in memory: they count what this process committed since it started).
+      const writer = (name: string, help: string, read: (s: ReturnType<typeof ledger.writerStats>) => number) =>
+        new Counter({
+          name,
+          help,
+          registers: [registry],
+          collect() {
+            this.reset()
+            this.inc(read(ledger.writerStats()))
+          }
+        })
+      writer(
+        "tollgate_ledger_batches_total",
+        "Ledger batches committed by this instance (one transaction each)",
+        (s) => s.batches
+      )
+      writer("tollgate_ledger_commands_total", "Ledger commands committed by this instance", (s) => s.commands)
+      writer(
+        "tollgate_ledger_batch_retries_total",
+        "Ledger batches decided again after colliding with another writer (heads locked) or another instance",
+        (s) => s.lockedRetries + s.conflictRetries
+      )
       const sink: MetricsSink = {
         observe: ({ route, method, status, seconds, telemetry }) => {
           // A model the catalog does not have is one label, `unknown`: a client must not grow the label set.

@@ -115,8 +115,11 @@ for (const target of storeTargets) {
         yield* ledger.deposit(account.id, usd("10"), "d1")
         const first = yield* hold(ledger, "1") // remembered here: 9.00 available
         yield* hold(other, "4") // written there: 5.00 available in truth
+        const retriesBefore = ledger.writerStats().lockedRetries
         const tooMuch = yield* Effect.flip(hold(ledger, "6"))
         assert.strictEqual(tooMuch._tag === "LedgerRejected" && tooMuch.reason, "InsufficientBalance")
+        // The remembered head was stale: the optimistic write collided and the batch was decided again, locked.
+        assert.strictEqual(ledger.writerStats().lockedRetries, retriesBefore + 1)
         yield* other.release(account.id, first.holdId, "failed")
         const settledTwice = yield* Effect.flip(ledger.settle(account.id, first.holdId, usd("1"), { tokens: 1 }))
         assert.strictEqual(settledTwice._tag === "LedgerRejected" && settledTwice.reason, "HoldNotPending")

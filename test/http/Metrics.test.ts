@@ -106,6 +106,14 @@ describe("GET /metrics", () => {
     assert.strictEqual(sample(text, "tollgate_video_tasks", { status: "queued" }), 1)
     assert.strictEqual(sample(text, "tollgate_video_tasks", { status: "completed" }), 0)
     assert.isAbove(sample(text, "tollgate_ledger_events_appended") ?? 0, ledger.length - 1)
+    // This instance's writers: at least the account's opening, deposit, the chat's hold and settlement and the
+    // video's hold, in as many batches or fewer; one instance on its own database never collides.
+    const commands = sample(text, "tollgate_ledger_commands_total") ?? 0
+    const batches = sample(text, "tollgate_ledger_batches_total") ?? 0
+    assert.isAtLeast(commands, 5)
+    assert.isAtLeast(batches, 1)
+    assert.isAtMost(batches, commands)
+    assert.strictEqual(sample(text, "tollgate_ledger_batch_retries_total"), 0)
     assert.isDefined(sample(text, "tollgate_process_resident_memory_bytes"))
     // A scrape is not an API request: it is not counted.
     assert.isUndefined(sample(text, "tollgate_http_requests_total", { route: "/metrics" }))

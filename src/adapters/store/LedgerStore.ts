@@ -90,6 +90,16 @@ export interface KnownAccount {
   readonly hash: string | undefined
 }
 
+/**
+ * What this instance's writers did, for operators (`/metrics`) and the benchmark: batches and commands committed,
+ * and how often a batch had to be decided again with the heads locked after colliding with another writer.
+ */
+export class WriterStats {
+  batches = 0
+  commands = 0
+  lockedRetries = 0
+}
+
 /** What one writer remembers of its accounts (bounded; the oldest entry goes first). */
 export class KnownAccounts {
   readonly #entries = new Map<string, KnownAccount>()
@@ -536,16 +546,29 @@ export const commitBatch = (
   items: ReadonlyArray<BatchItem>,
   now: Date,
   newEventId: () => string,
-  known?: KnownAccounts
+  known?: KnownAccounts,
+  stats?: WriterStats
 ): Effect.Effect<ReadonlyArray<BatchOutcome>, StoreUnavailable | StreamVersionConflict, SqlClient.SqlClient> =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     // Whatever goes wrong, nothing stale is left behind: the accounts are read afresh next time.
     const forget = Effect.sync(() => known?.forget(items.map((i) => i.command.accountId)))
-    return yield* commitOptimistic(sql, items, now, newEventId, known).pipe(
+    const decisions = yield* commitOptimistic(sql, items, now, newEventId, known).pipe(
       Effect.catchTag("StreamVersionConflict", () =>
-        Effect.andThen(forget, commitLocked(sql, items, now, newEventId, known))
+        forget.pipe(
+          Effect.tap(() =>
+            Effect.sync(() => {
+              if (stats !== undefined) stats.lockedRetries += 1
+            })
+          ),
+          Effect.andThen(commitLocked(sql, items, now, newEventId, known))
+        )
       ),
       Effect.tapError(() => forget)
     )
+    if (stats !== undefined) {
+      stats.batches += 1
+      stats.commands += items.length
+    }
+    return decisions
   }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(storeUnavailable(error))))
