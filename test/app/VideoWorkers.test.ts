@@ -50,6 +50,18 @@ describe.skipIf(baseUrl === undefined)("video workers on one Postgres", () => {
     metadata: { resolution: "480p", ratio: "16:9" }
   })
 
+  /** Submits a task and waits until a worker has created it upstream (`in_progress`); answers its id. */
+  const submittedAndDispatched = async (gateway: TestGateway, key: string, prompt: string): Promise<string> => {
+    const submitted = await api(gateway, key, "POST", "/v1/videos", body(prompt))
+    const id: string = submitted.body.id
+    for (let i = 0; i < 200; i++) {
+      const seen = await api(gateway, key, "GET", `/v1/videos/${id}`)
+      if (seen.body.status === "in_progress") break
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    return id
+  }
+
   it("two instances racing on every task settle each hold exactly once", async () => {
     const database = await createPostgresDatabase(baseUrl as string)
     const gateways: Array<TestGateway> = []
@@ -102,14 +114,8 @@ describe.skipIf(baseUrl === undefined)("video workers on one Postgres", () => {
       const first = await gatewayOn(database.url, { leaseMillis: 2_000 })
       const admin = makeAdmin(first)
       const customer = await admin.customer({ deposit: "10" })
-      const submitted = await api(first, customer.key, "POST", "/v1/videos", body("orphaned"))
-      const id: string = submitted.body.id
-      // Wait until the first instance has taken the task to the upstream, then stop it mid-task.
-      for (let i = 0; i < 200; i++) {
-        const seen = await api(first, customer.key, "GET", `/v1/videos/${id}`)
-        if (seen.body.status === "in_progress") break
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
+      // Once the first instance has taken the task to the upstream, stop it mid-task.
+      const id = await submittedAndDispatched(first, customer.key, "orphaned")
       await first.close()
       second = await gatewayOn(database.url, { leaseMillis: 2_000 })
       const done = await waitForVideo(second, customer.key, id, 60_000)
@@ -132,13 +138,7 @@ describe.skipIf(baseUrl === undefined)("video workers on one Postgres", () => {
       gateway = await gatewayOn(database.url, { leaseMillis: 600 })
       const admin = makeAdmin(gateway)
       const customer = await admin.customer({ deposit: "10" })
-      const submitted = await api(gateway, customer.key, "POST", "/v1/videos", body("slow upstream"))
-      const id: string = submitted.body.id
-      for (let i = 0; i < 200; i++) {
-        const seen = await api(gateway, customer.key, "GET", `/v1/videos/${id}`)
-        if (seen.body.status === "in_progress") break
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
+      const id = await submittedAndDispatched(gateway, customer.key, "slow upstream")
       // Every upstream poll now takes 2 s, more than three leases.
       sim.setFaults({ latencyMs: 2_000 })
       await new Promise((resolve) => setTimeout(resolve, 300))
