@@ -1,6 +1,7 @@
 /** OpenAI Chat Completions as the real API speaks it: `POST /v1/chat/completions` and `GET /v1/models`. */
 import { countOpenAIChat, splitByTokens } from "../tokenizer/Tokenizer.ts"
 import { openAIError } from "./ErrorEnvelopes.ts"
+import { invalid, modelNotFound } from "./OpenAIReplies.ts"
 import { arrayField, contentText, field, isRecord, numberField, stringField } from "./Json.ts"
 import { planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
 import {
@@ -15,9 +16,6 @@ import {
 
 const TOKENS_PER_DELTA = 3
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"])
-
-const invalid = (message: string, param: string | null = null, code: string | null = null): SimReply =>
-  json(400, openAIError(400, message, { param, code }))
 
 /** 401 unless `Authorization: Bearer <apiKey>`. */
 export const checkOpenAIAuth = (request: SimRequest, context: SimContext): SimReply | undefined => {
@@ -147,7 +145,7 @@ export const chatCompletions = (request: SimRequest, context: SimContext, replyT
     )
   }
   if (context.models !== undefined && !context.models.includes(model)) {
-    return json(404, openAIError(404, `The model \`${model}\` does not exist or you do not have access to it.`))
+    return modelNotFound(model)
   }
   const stream = field(body, "stream") === true
   if (!stream && field(body, "stream_options") !== undefined && field(body, "stream_options") !== null) {

@@ -8,7 +8,7 @@
  * like the real API.
  */
 import { countText } from "../../tokenizer/Tokenizer.ts"
-import { openAIError } from "../ErrorEnvelopes.ts"
+import { invalid, modelNotFound } from "../OpenAIReplies.ts"
 import { field, isRecord, stringField } from "../Json.ts"
 import { checkOpenAIAuth } from "../OpenAIChat.ts"
 import { json, type SimContext, type SimReply, type SimRequest } from "../SimResponse.ts"
@@ -26,9 +26,6 @@ export const defaultDimensions = (model: string): number => {
 }
 
 const maxDimensions = (model: string): number => (model.includes("large") || model.includes("sim") ? 3072 : 1536)
-
-const invalid = (message: string, param: string | null = null, code: string | null = null): SimReply =>
-  json(400, openAIError(400, message, { param, code }))
 
 const invalidInput = (): SimReply =>
   invalid(
@@ -66,7 +63,7 @@ export const createEmbeddings = (request: SimRequest, context: SimContext): SimR
   const model = stringField(body, "model")
   if (model === undefined) return invalid("you must provide a model parameter")
   if (context.models !== undefined && !context.models.includes(model)) {
-    return json(404, openAIError(404, `The model \`${model}\` does not exist or you do not have access to it.`))
+    return modelNotFound(model)
   }
   const rawInput = field(body, "input")
   if (rawInput === undefined || rawInput === null) {

@@ -5,10 +5,10 @@
  * `instructions` is accepted and ignored; `stream_format: "sse"` is not simulated (400).
  */
 import { Readable } from "node:stream"
-import { openAIError } from "../ErrorEnvelopes.ts"
+import { invalid, modelNotFound, requiredText } from "../OpenAIReplies.ts"
 import { field, isRecord, stringField } from "../Json.ts"
 import { checkOpenAIAuth } from "../OpenAIChat.ts"
-import { json, type SimContext, type SimReply, type SimRequest } from "../SimResponse.ts"
+import type { SimContext, SimReply, SimRequest } from "../SimResponse.ts"
 import { type AudioReply, asyncReply, streamReply } from "./AudioReply.ts"
 import type { AudioTools } from "./AudioTools.ts"
 import { flacTotalSamplesPatch, planSpeech, SAMPLE_RATE, speechPcm, wavHeader } from "./SpeechAudio.ts"
@@ -46,9 +46,6 @@ const ENCODED: Readonly<Record<string, Encoded>> = {
 }
 const FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"]
 
-const invalid = (message: string, param: string | null = null, code: string | null = null): SimReply =>
-  json(400, openAIError(400, message, { param, code }))
-
 const invalidValue = (param: string, value: unknown, supported: ReadonlyArray<string>): SimReply =>
   invalid(
     `Invalid value: '${String(value)}'. Supported values are: ${supported
@@ -71,19 +68,10 @@ export const createSpeech = (request: SimRequest, context: SimContext, tools: Au
   const model = stringField(body, "model")
   if (model === undefined) return invalid("you must provide a model parameter")
   if (context.models !== undefined && !context.models.includes(model)) {
-    return json(404, openAIError(404, `The model \`${model}\` does not exist or you do not have access to it.`))
+    return modelNotFound(model)
   }
-  const input = field(body, "input")
-  if (typeof input !== "string" || input.length === 0) {
-    return invalid("Missing required parameter: 'input'.", "input", "missing_required_parameter")
-  }
-  if (input.length > MAX_INPUT_CHARS) {
-    return invalid(
-      `Invalid 'input': string too long. Expected a string with maximum length ${MAX_INPUT_CHARS}, but got a string with length ${input.length} instead.`,
-      "input",
-      "string_above_max_length"
-    )
-  }
+  const input = requiredText(body, "input", MAX_INPUT_CHARS)
+  if (typeof input !== "string") return input
   const rawVoice = field(body, "voice")
   if (rawVoice === undefined || rawVoice === null) {
     return invalid("Missing required parameter: 'voice'.", "voice", "missing_required_parameter")

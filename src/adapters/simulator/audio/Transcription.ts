@@ -8,6 +8,7 @@
 import { MultipartParser } from "effect/http"
 import { countText } from "../../tokenizer/Tokenizer.ts"
 import { openAIError } from "../ErrorEnvelopes.ts"
+import { invalid, modelNotFound } from "../OpenAIReplies.ts"
 import { checkOpenAIAuth } from "../OpenAIChat.ts"
 import type { RawSimRequest } from "../images/OpenAIImages.ts"
 import { header, json, type SimContext, type SimReply } from "../SimResponse.ts"
@@ -36,9 +37,6 @@ const LANGUAGES: Readonly<Record<string, string>> = {
   ko: "korean",
   zh: "chinese"
 }
-
-const invalid = (message: string, param: string | null = null, code: string | null = null): SimReply =>
-  json(400, openAIError(400, message, { param, code }))
 
 const corrupted = (): SimReply => invalid("Audio file might be corrupted or unsupported", "file", "invalid_value")
 
@@ -146,7 +144,7 @@ const readOptions = (upload: Upload, context: SimContext): Options | SimReply =>
   const model = upload.fields.model
   if (model === undefined || model === "") return invalid("you must provide a model parameter")
   if (context.models !== undefined && !context.models.includes(model)) {
-    return json(404, openAIError(404, `The model \`${model}\` does not exist or you do not have access to it.`))
+    return modelNotFound(model)
   }
   const whisper = model.startsWith("whisper")
   const format = upload.fields.response_format ?? "json"

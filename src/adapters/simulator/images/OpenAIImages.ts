@@ -6,6 +6,7 @@
 import { MultipartParser } from "effect/http"
 import { countText, IMAGE_TOKENS } from "../../tokenizer/Tokenizer.ts"
 import { openAIError } from "../ErrorEnvelopes.ts"
+import { invalid, modelNotFound, requiredText } from "../OpenAIReplies.ts"
 import { arrayField, field, isRecord, type JsonRecord, stringField } from "../Json.ts"
 import { checkOpenAIAuth } from "../OpenAIChat.ts"
 import { header, json, type SimContext, type SimReply, type SimRequest } from "../SimResponse.ts"
@@ -29,9 +30,6 @@ const TABLE_SIZES = ["1024x1024", "1024x1536", "1536x1024"]
 const EDIT_INPUT_TYPES = ["image/png", "image/jpeg", "image/webp"]
 
 export const MODERATION_MESSAGE = "Your request was rejected as a result of our safety system."
-
-const invalid = (message: string, param: string | null = null, code: string | null = null): SimReply =>
-  json(400, openAIError(400, message, { param, code }))
 
 const invalidValue = (param: string, value: unknown, supported: ReadonlyArray<string>): SimReply =>
   invalid(
@@ -74,19 +72,10 @@ interface Options {
 const readOptions = (params: JsonRecord, context: SimContext): Options | SimReply => {
   const model = stringField(params, "model") ?? DEFAULT_MODEL
   if (context.models !== undefined && !context.models.includes(model)) {
-    return json(404, openAIError(404, `The model \`${model}\` does not exist or you do not have access to it.`))
+    return modelNotFound(model)
   }
-  const prompt = field(params, "prompt")
-  if (typeof prompt !== "string" || prompt.length === 0) {
-    return invalid("Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter")
-  }
-  if (prompt.length > MAX_PROMPT_CHARS) {
-    return invalid(
-      `Invalid 'prompt': string too long. Expected a string with maximum length ${MAX_PROMPT_CHARS}, but got a string with length ${prompt.length} instead.`,
-      "prompt",
-      "string_above_max_length"
-    )
-  }
+  const prompt = requiredText(params, "prompt", MAX_PROMPT_CHARS)
+  if (typeof prompt !== "string") return prompt
   const nRaw = field(params, "n")
   const n = nRaw === undefined || nRaw === null ? 1 : numberParam(nRaw)
   if (n === undefined || !Number.isInteger(n) || n < 1 || n > MAX_IMAGES) {

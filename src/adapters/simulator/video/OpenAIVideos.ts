@@ -6,6 +6,7 @@
  */
 import { MultipartParser } from "effect/http"
 import { openAIError } from "../ErrorEnvelopes.ts"
+import { invalid, modelNotFound, requiredText } from "../OpenAIReplies.ts"
 import type { RawSimRequest } from "../images/OpenAIImages.ts"
 import { field, isRecord, type JsonRecord } from "../Json.ts"
 import { checkOpenAIAuth } from "../OpenAIChat.ts"
@@ -26,9 +27,6 @@ export const MAX_SORA_EDGE = 2200
 const MIN_SORA_EDGE = 16
 /** How long a finished video stays downloadable, as the vendor reports it in `expires_at`. */
 const DOWNLOAD_TTL_SECONDS = 3600
-
-const invalid = (message: string, param: string | null = null, code: string | null = null): SimReply =>
-  json(400, openAIError(400, message, { param, code }))
 
 const isReply = (value: unknown): value is SimReply =>
   isRecord(value) && (value._tag === "Json" || value._tag === "Sse")
@@ -70,19 +68,10 @@ const readOptions = (params: JsonRecord, context: SimContext): SoraOptions | Sim
   const model = params.model ?? DEFAULT_MODEL
   if (typeof model !== "string" || model === "") return invalid("Invalid 'model': expected a string.", "model")
   if (context.models !== undefined && !context.models.includes(model)) {
-    return json(404, openAIError(404, `The model \`${model}\` does not exist or you do not have access to it.`))
+    return modelNotFound(model)
   }
-  const prompt = params.prompt
-  if (typeof prompt !== "string" || prompt.length === 0) {
-    return invalid("Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter")
-  }
-  if (prompt.length > MAX_PROMPT_CHARS) {
-    return invalid(
-      `Invalid 'prompt': string too long. Expected a string with maximum length ${MAX_PROMPT_CHARS}, but got a string with length ${prompt.length} instead.`,
-      "prompt",
-      "string_above_max_length"
-    )
-  }
+  const prompt = requiredText(params, "prompt", MAX_PROMPT_CHARS)
+  if (typeof prompt !== "string") return prompt
   const secondsRaw = params.seconds ?? DEFAULT_SECONDS
   if (typeof secondsRaw !== "string") {
     return invalid(
