@@ -93,6 +93,9 @@ interface Pending {
   readonly done: Deferred.Deferred<BatchOutcome, StoreUnavailable>
 }
 
+/** The hold id of `likelyAccepted`'s probe (all zeros: `randomUUID` never makes it). */
+const PROBE_HOLD_ID = "00000000-0000-0000-0000-000000000000"
+
 const shardOf = (accountId: string, shards: number): number => {
   let hash = 0
   for (let i = 0; i < accountId.length; i++) hash = (hash * 31 + accountId.charCodeAt(i)) | 0
@@ -349,7 +352,8 @@ export class Ledger extends Context.Service<
           const remembered = known.get(input.accountId)
           if (remembered === undefined) return false
           if (input.keyId !== null && !remembered.state.keys.has(input.keyId)) return false
-          const probe = holdCommand({ ...input, amount: input.amount * 2n, holdId: undefined }, Date.now()).command
+          // A fixed id that no real hold has: the probe is decided, never written, and needs no fresh uuid.
+          const probe = holdCommand({ ...input, amount: input.amount * 2n, holdId: PROBE_HOLD_ID }, Date.now()).command
           return decide(remembered.state, probe)._tag === "Accepted"
         }
 
