@@ -220,7 +220,13 @@ const start = async (target: Target): Promise<Server | undefined> => {
   } else {
     env.TOLLGATE_DATA_DIR = join(runDir, "embedded-data")
   }
-  const gateway = spawnNode(here("../../src/main.ts"), { env, logFile, core: SERVER_CORE, loopDelayFile })
+  // BENCH_GATEWAY_SCRIPT: another build of the gateway (a bundle, for profiles with real line numbers).
+  const gateway = spawnNode(process.env.BENCH_GATEWAY_SCRIPT ?? here("../../src/main.ts"), {
+    env,
+    logFile,
+    core: SERVER_CORE,
+    loopDelayFile
+  })
   await waitFor(
     (signal) => fetch(`${origin}/readyz`, { signal }).then((r) => r.status === 200),
     120,
