@@ -36,6 +36,7 @@ import {
 import { geminiRequestToIR, geminiResponseToIR, irToGeminiResponse } from "../plugins/text/convert/gemini.ts"
 import { isRecord, parseJson } from "../plugins/text/convert/json.ts"
 import { irToOpenAIResponse, openAIRequestToIR, openAIResponseToIR } from "../plugins/text/convert/openai.ts"
+import { readyBatches } from "./ReadyBatches.ts"
 import { makeStreamTransducer, type StreamTransducer } from "../plugins/text/convert/StreamTransducer.ts"
 import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, UpstreamFailed, upstreamFailed } from "./ChatErrors.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
@@ -322,22 +323,31 @@ export class ChatGateway extends Context.Service<
           }
           return [frameText(frame)]
         }
-        const frames = Stream.fromAsyncIterable(reply.events, (error) => error).pipe(
-          Stream.flatMap((frame) => Stream.fromArray(framesOf(frame))),
+        // Frames that arrived together (one network read) are converted together and written in one piece.
+        const textOf = (batch: ReadonlyArray<SseFrame>): string => {
+          let text = ""
+          for (const frame of batch) for (const converted of framesOf(frame)) text += converted
+          return text
+        }
+        const frames = Stream.fromAsyncIterable(readyBatches(reply.events), (error) => error).pipe(
+          Stream.map(textOf),
           Stream.concat(
             Stream.suspend(() => {
               const tail = transducer.end() // also marks the snapshot finished for accounting
-              return Stream.fromArray(passthrough ? [] : tail)
+              return passthrough || tail.length === 0 ? Stream.empty : Stream.succeed(tail.join(""))
             })
           ),
           Stream.catchCause(() =>
             Stream.suspend(() =>
-              Stream.fromArray(transducer.fail("api_error", "the upstream stream failed before it finished"))
+              Stream.succeed(transducer.fail("api_error", "the upstream stream failed before it finished").join(""))
             )
           ),
+          Stream.filter((text) => text.length > 0),
           Stream.map((text) => encoder.encode(text)),
           Stream.onExit((exit) =>
-            Effect.sync(() => abort.abort()).pipe(
+            // A stream that completed has read the upstream body to its end: there is nothing left to abort (and an
+            // abort would build a DOMException with a stack trace for nothing).
+            Effect.sync(() => Exit.isSuccess(exit) || abort.abort()).pipe(
               Effect.andThen(settleStream(plugin, model, input.key.accountId, holdId, transducer, inputTokens, exit))
             )
           )

@@ -1,8 +1,6 @@
 /**
  * Tolerant readers for already-parsed JSON: converters must never throw on a vendor's new field or odd value.
  */
-import { Option, Schema } from "effect"
-
 export type JsonRecord = Readonly<Record<string, unknown>>
 
 export const isRecord = (u: unknown): u is JsonRecord => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -21,10 +19,17 @@ export const asCount = (u: unknown): number => {
   return n === undefined || n < 0 ? 0 : Math.floor(n)
 }
 
-const decodeJson = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Unknown))
-
-/** JSON text → value, `undefined` when the text is not JSON. */
-export const parseJson = (text: string): unknown => Option.getOrUndefined(decodeJson(text))
+/**
+ * JSON text → value, `undefined` when the text is not JSON. A bare `JSON.parse`: this runs for every streamed chunk,
+ * where a Schema decode pipeline cost more than the parse itself.
+ */
+export const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return undefined
+  }
+}
 
 /** Tool arguments: empty text means "no arguments"; anything that is not a JSON object is `undefined`. */
 export const parseJsonObject = (text: string): JsonRecord | undefined => {
