@@ -3,7 +3,7 @@
  * `main.ts` reads the configuration and launches; tests build the same graph on an ephemeral port.
  */
 import { NodeHttpServer, NodeServices } from "@effect/platform-node"
-import { Effect, Layer, Option, type Redacted } from "effect"
+import { Effect, Layer, Option, type Redacted, References } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import * as Database from "./adapters/store/Database.ts"
@@ -174,5 +174,8 @@ export const serverLayer = <E, R>(
     Layer.provide(services),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: listen.port, host: listen.host }))
   )
-  return tracing === undefined ? server : server.pipe(Layer.provide(Tracing.layer(tracing)))
+  // Without an OTLP endpoint nobody reads spans: `traced` steps then make none (see app/Traced.ts).
+  return tracing === undefined
+    ? server.pipe(Layer.provide(Layer.succeed(References.TracerEnabled, false)))
+    : server.pipe(Layer.provide(Tracing.layer(tracing)))
 }

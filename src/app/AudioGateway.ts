@@ -26,6 +26,7 @@ import { wrongEndpoint } from "./EmbeddingsGateway.ts"
 import { callUnderHold, type HeldCallError, placeHoldFor, releaseReason, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
+import { traced } from "./Traced.ts"
 
 export interface TranscriptionInput {
   /** The model id the client named. */
@@ -68,7 +69,7 @@ export class AudioGateway extends Context.Service<
       const speechModel = (modelId: string, key: AuthenticatedKey) =>
         resolveModel(registry, "speech", modelId, key, wrongEndpoint)
 
-      const transcribe = Effect.fn("AudioGateway.transcribe")(function* (input: TranscriptionInput) {
+      const transcribe = Effect.fnUntraced(function* (input: TranscriptionInput) {
         const { plugin, model } = yield* transcriptionModel(input.model, input.key)
         const { data, filename } = input.request.file
         const measuredMillis = yield* audioDurationMillis(data, filename)
@@ -87,7 +88,7 @@ export class AudioGateway extends Context.Service<
           responseFormat: input.request.responseFormat
         })
         return reply
-      })
+      }, traced("AudioGateway.transcribe"))
 
       /** Settles a speech call whose audio started to flow: the price of its input, whatever happened after. */
       const settleSpeech = (
@@ -112,7 +113,7 @@ export class AudioGateway extends Context.Service<
           )
       }
 
-      const speak = Effect.fn("AudioGateway.speak")(function* (input: SpeechInput) {
+      const speak = Effect.fnUntraced(function* (input: SpeechInput) {
         const { plugin, model } = yield* speechModel(input.model, input.key)
         const estimate = plugin.pricing.estimate(
           { request: input.request, inputTokens: countText(input.request.input) },
@@ -166,7 +167,7 @@ export class AudioGateway extends Context.Service<
           )
         )
         return { contentType: reply.contentType, body } satisfies SpeechResult
-      })
+      }, traced("AudioGateway.speak"))
 
       return AudioGateway.of({ transcribe, speak })
     })

@@ -43,6 +43,7 @@ import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreUnavailable } from "./StoreErrors.ts"
+import { traced } from "./Traced.ts"
 
 export interface ChatInput {
   readonly dialect: ClientDialect
@@ -176,7 +177,7 @@ export class ChatGateway extends Context.Service<
           Effect.uninterruptible
         )
 
-      const chat = Effect.fn("ChatGateway.chat")(function* (input: ChatInput) {
+      const chat = Effect.fnUntraced(function* (input: ChatInput) {
         const modelId = input.pathModel ?? (typeof input.body.model === "string" ? input.body.model : undefined)
         if (modelId === undefined) {
           return yield* new InvalidChatRequest({ param: "model", message: "model is required" })
@@ -353,7 +354,7 @@ export class ChatGateway extends Context.Service<
           )
         )
         return { _tag: "Stream", frames } satisfies ChatResult
-      })
+      }, traced("ChatGateway.chat"))
 
       return ChatGateway.of({ chat })
     })

@@ -17,6 +17,7 @@ import { UpstreamFailed } from "./ChatErrors.ts"
 import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
+import { traced } from "./Traced.ts"
 
 export interface EmbeddingsInput {
   /** The model id the client named. */
@@ -48,7 +49,7 @@ export class EmbeddingsGateway extends Context.Service<
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
 
-      const embed = Effect.fn("EmbeddingsGateway.embed")(function* (input: EmbeddingsInput) {
+      const embed = Effect.fnUntraced(function* (input: EmbeddingsInput) {
         const { plugin, model } = yield* resolveModel(registry, "embeddings", input.model, input.key, wrongEndpoint)
         const inputTokens = countEmbeddingInputs(input.request.inputs)
         const estimate = plugin.pricing.estimate({ request: input.request, inputTokens }, model)
@@ -70,7 +71,7 @@ export class EmbeddingsGateway extends Context.Service<
           { promptTokens: reply.promptTokens, inputs: input.request.inputs.length, estimatedTokens: inputTokens }
         )
         return reply
-      })
+      }, traced("EmbeddingsGateway.embed"))
 
       return EmbeddingsGateway.of({ embed })
     })

@@ -12,6 +12,7 @@ import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.
 import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
+import { traced } from "./Traced.ts"
 
 export interface ImagesInput {
   readonly operation: ImageOperation
@@ -34,7 +35,7 @@ export class ImageGateway extends Context.Service<
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
 
-      const images = Effect.fn("ImageGateway.images")(function* (input: ImagesInput) {
+      const images = Effect.fnUntraced(function* (input: ImagesInput) {
         // A model of another kind was meant for the chat endpoints (the chat-style image models are).
         const { plugin, model } = yield* resolveModel(registry, "images", input.model, input.key, (id) =>
           wrongEndpointMessage(id, "chat")
@@ -53,7 +54,7 @@ export class ImageGateway extends Context.Service<
           operation: input.operation
         })
         return reply
-      })
+      }, traced("ImageGateway.images"))
 
       return ImageGateway.of({ images })
     })

@@ -21,6 +21,7 @@ import { type Decision, decide, type LedgerCommand, type LedgerRejection } from 
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import { LedgerRejected } from "./LedgerErrors.ts"
 import { StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
+import { traced } from "./Traced.ts"
 
 export interface PlaceHoldInput {
   readonly accountId: string
@@ -248,15 +249,15 @@ export class Ledger extends Context.Service<
 
         const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
-        const openAccount = Effect.fn("Ledger.openAccount")(function* (name: string) {
+        const openAccount = Effect.fnUntraced(function* (name: string) {
           const accountId = randomUUID()
           const at = yield* nowIso
           const decision = yield* submit({ type: "OpenAccount", accountId, name, at })
           if (decision._tag === "Rejected") return yield* Effect.die(describe(decision.rejection)) // fresh uuid: a bug
           return { id: accountId, name, createdAt: at }
-        })
+        }, traced("Ledger.openAccount"))
 
-        const deposit = Effect.fn("Ledger.deposit")(function* (
+        const deposit = Effect.fnUntraced(function* (
           accountId: string,
           amount: Micros,
           reference: string,
@@ -267,7 +268,7 @@ export class Ledger extends Context.Service<
             yield* submit({ type: "Deposit", accountId, amount, reference, at }, { ...metadata, actor: "admin" })
           )
           return { duplicate: decision.duplicate }
-        })
+        }, traced("Ledger.deposit"))
 
         const holdCommand = (input: PlaceHoldInput, nowMs: number) => {
           const ttl = input.ttlSeconds === undefined ? options.holdTtlSeconds : input.ttlSeconds
@@ -293,32 +294,24 @@ export class Ledger extends Context.Service<
           }
         }
 
-        const placeHold = Effect.fn("Ledger.placeHold")(function* (input: PlaceHoldInput) {
+        const placeHold = Effect.fnUntraced(function* (input: PlaceHoldInput) {
           const hold = holdCommand(input, yield* Clock.currentTimeMillis)
           yield* accepted(yield* submit(hold.command, hold.metadata))
           return { holdId: hold.holdId, expiresAt: hold.expiresAt }
-        })
+        }, traced("Ledger.placeHold"))
 
-        const placeHoldWith = Effect.fn("Ledger.placeHoldWith")(function* (
-          input: PlaceHoldInput,
-          companion: Companion
-        ) {
+        const placeHoldWith = Effect.fnUntraced(function* (input: PlaceHoldInput, companion: Companion) {
           const hold = holdCommand(input, yield* Clock.currentTimeMillis)
           yield* acceptedWith(yield* enqueue(hold.command, hold.metadata, companion))
           return { holdId: hold.holdId, expiresAt: hold.expiresAt }
-        })
+        }, traced("Ledger.placeHoldWith"))
 
-        const settle = Effect.fn("Ledger.settle")(function* (
-          accountId: string,
-          holdId: string,
-          cost: Micros,
-          usage: unknown
-        ) {
+        const settle = Effect.fnUntraced(function* (accountId: string, holdId: string, cost: Micros, usage: unknown) {
           const at = yield* nowIso
           yield* accepted(yield* submit({ type: "SettleHold", accountId, holdId, cost, usage, at }))
-        })
+        }, traced("Ledger.settle"))
 
-        const settleWith = Effect.fn("Ledger.settleWith")(function* (
+        const settleWith = Effect.fnUntraced(function* (
           accountId: string,
           holdId: string,
           cost: Micros,
@@ -327,18 +320,14 @@ export class Ledger extends Context.Service<
         ) {
           const at = yield* nowIso
           yield* acceptedWith(yield* enqueue({ type: "SettleHold", accountId, holdId, cost, usage, at }, {}, companion))
-        })
+        }, traced("Ledger.settleWith"))
 
-        const release = Effect.fn("Ledger.release")(function* (
-          accountId: string,
-          holdId: string,
-          reason: RefundReason
-        ) {
+        const release = Effect.fnUntraced(function* (accountId: string, holdId: string, reason: RefundReason) {
           const at = yield* nowIso
           yield* accepted(yield* submit({ type: "ReleaseHold", accountId, holdId, reason, at }))
-        })
+        }, traced("Ledger.release"))
 
-        const releaseWith = Effect.fn("Ledger.releaseWith")(function* (
+        const releaseWith = Effect.fnUntraced(function* (
           accountId: string,
           holdId: string,
           reason: RefundReason,
@@ -346,7 +335,7 @@ export class Ledger extends Context.Service<
         ) {
           const at = yield* nowIso
           yield* acceptedWith(yield* enqueue({ type: "ReleaseHold", accountId, holdId, reason, at }, {}, companion))
-        })
+        }, traced("Ledger.releaseWith"))
 
         const likelyAccepted = (input: PlaceHoldInput): boolean => {
           const remembered = known.get(input.accountId)

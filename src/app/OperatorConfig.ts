@@ -11,6 +11,7 @@ import { decodeOperatorConfig } from "./config/decodeOperatorConfig.ts"
 import { referencedVariables } from "./config/expandEnv.ts"
 import { BuiltinPluginPricing, type ModelPricing, type PluginPriceKeys, pricingIssues } from "./config/ModelPricing.ts"
 import type { UpstreamProtocol } from "./config/UpstreamProtocol.ts"
+import { traced } from "./Traced.ts"
 
 export { OperatorConfigDefaults } from "./config/decodeOperatorConfig.ts"
 export {
@@ -125,7 +126,7 @@ const jsonPosition = (text: string, error: unknown): string => {
  * Parses and validates config text; `${VAR}` references are read through the current `ConfigProvider`. Relative plugin
  * specifiers are resolved against `baseDir` when given.
  */
-const parse = Effect.fn("OperatorConfig.parse")(function* (
+const parse = Effect.fnUntraced(function* (
   text: string,
   options: { readonly format: ConfigFormat; readonly source?: string; readonly baseDir?: string }
 ): Effect.fn.Return<OperatorConfigData, OperatorConfigError, Path.Path> {
@@ -141,10 +142,10 @@ const parse = Effect.fn("OperatorConfig.parse")(function* (
   })
   if (Result.isFailure(decoded)) return yield* new OperatorConfigError({ source, issues: decoded.failure })
   return decoded.success
-})
+}, traced("OperatorConfig.parse"))
 
 /** Reads, parses and validates the config file at `file`. */
-const load = Effect.fn("OperatorConfig.load")(function* (
+const load = Effect.fnUntraced(function* (
   file: string
 ): Effect.fn.Return<OperatorConfigData, OperatorConfigError, FileSystem.FileSystem | Path.Path> {
   const fs = yield* FileSystem.FileSystem
@@ -162,7 +163,7 @@ const load = Effect.fn("OperatorConfig.load")(function* (
     source: file,
     baseDir: path.dirname(path.resolve(file))
   })
-})
+}, traced("OperatorConfig.load"))
 
 /**
  * Problems with models once plugins are loaded: a model must name a known plugin (built-in families are always known)
@@ -190,14 +191,14 @@ const pluginIssues = (
 }
 
 /** {@link pluginIssues} as an Effect that fails with every issue. */
-const validatePlugins = Effect.fn("OperatorConfig.validatePlugins")(function* (
+const validatePlugins = Effect.fnUntraced(function* (
   config: Pick<OperatorConfigData, "models">,
   plugins: ReadonlyMap<string, ReadonlyArray<string> | PluginPriceKeys>,
   source = "plugins"
 ) {
   const issues = pluginIssues(config, plugins)
   if (issues.length > 0) return yield* new OperatorConfigError({ source, issues })
-})
+}, traced("OperatorConfig.validatePlugins"))
 
 /** The loaded operator config. */
 export class OperatorConfig extends Context.Service<OperatorConfig, OperatorConfigData>()(

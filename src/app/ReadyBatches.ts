@@ -6,6 +6,9 @@
  *
  * Errors keep their place: items gathered before a failing `next()` are delivered first, then the failure. `return()`
  * (a consumer that stops early) is passed on to the source, so an upstream body is torn down as before.
+ *
+ * An edge, like `adapters/upstream/ResponseBody.ts`: it speaks the promise-based async-iterator protocol of the source
+ * (a plugin's `AsyncIterable` of SSE frames), so it is written with async/await rather than Effect.
  */
 
 const NOT_READY: unique symbol = Symbol("not ready")

@@ -51,6 +51,7 @@ import { type Companion, Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import { OperatorConfig } from "./OperatorConfig.ts"
 import { IdempotencyConflict, type StoreUnavailable, type StreamVersionConflict } from "./StoreErrors.ts"
+import { traced } from "./Traced.ts"
 
 export class VideoNotFound extends Schema.TaggedError<VideoNotFound>()("VideoNotFound", { id: Schema.String }) {}
 
@@ -215,7 +216,7 @@ export class VideoTasks extends Context.Service<
             return { plugin: entry.plugin, model: entry.model }
           })
 
-        const submit = Effect.fn("VideoTasks.submit")(function* (input: SubmitVideo) {
+        const submit = Effect.fnUntraced(function* (input: SubmitVideo) {
           const { plugin, model } = yield* resolveVideoModel(input.key, input.model)
           const refusal = plugin.check?.(input.request, model)
           if (refusal !== undefined) return yield* upstreamFailed(refusal)
@@ -279,7 +280,7 @@ export class VideoTasks extends Context.Service<
           if (Option.isSome(placed)) return { task: placed.value, replayed: true }
           yield* Queue.offer(kicks, undefined)
           return { task: next, replayed: false }
-        })
+        }, traced("VideoTasks.submit"))
 
         // -------------------------------------------------------------------------------------------------------
         // Reads

@@ -18,6 +18,7 @@ import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { IpNetwork, NetAddress } from "effect/net"
 import { type ApiError, apiError } from "./ApiError.ts"
+import { traced } from "../app/Traced.ts"
 
 /** Which proxies may tell us the client address: none (default), any direct peer, or peers in these networks. */
 export type TrustProxy = "none" | "any" | ReadonlyArray<IpNetwork.IpNetwork>
@@ -132,7 +133,7 @@ const make = (options: AuthThrottleOptions): AuthThrottle["Service"] => {
     }
   }
 
-  const admit = Effect.fn("AuthThrottle.admit")(function* (address: string) {
+  const admit = Effect.fnUntraced(function* (address: string) {
     const now = yield* Clock.currentTimeMillis
     const live = recent(address, now)
     if (live.length < options.maxFailures) return
@@ -147,15 +148,15 @@ const make = (options: AuthThrottleOptions): AuthThrottle["Service"] => {
         headers: { "retry-after": String(retryAfter) }
       }
     )
-  })
+  }, traced("AuthThrottle.admit"))
 
-  const recordFailure = Effect.fn("AuthThrottle.recordFailure")(function* (address: string) {
+  const recordFailure = Effect.fnUntraced(function* (address: string) {
     const now = yield* Clock.currentTimeMillis
     const live = recent(address, now)
     failures.delete(address)
     if (failures.size >= options.maxAddresses) evict(now)
     failures.set(address, [...live, now].slice(-options.maxFailures))
-  })
+  }, traced("AuthThrottle.recordFailure"))
 
   return { options, admit, recordFailure, size: Effect.sync(() => failures.size) }
 }

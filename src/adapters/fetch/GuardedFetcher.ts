@@ -22,6 +22,7 @@ import {
   unbracket
 } from "./AddressPolicy.ts"
 import { FetchRefused, type FetchRefusedReason, shownUrl } from "./FetchRefused.ts"
+import { traced } from "../../app/Traced.ts"
 
 export interface FetchLimits {
   /** The largest body accepted; a longer one is aborted while streaming. */
@@ -260,7 +261,7 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
   }
 
   return {
-    fetch: Effect.fn("GuardedFetcher.fetch")(function* (url: string, limits: FetchLimits) {
+    fetch: Effect.fnUntraced(function* (url: string, limits: FetchLimits) {
       return yield* hops(url, limits).pipe(
         Effect.timeoutOrElse({
           duration: Duration.millis(limits.timeoutMs),
@@ -274,7 +275,7 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
             )
         })
       )
-    })
+    }, traced("GuardedFetcher.fetch"))
   }
 }
 

@@ -5,6 +5,7 @@ import { type AccountView, Accounts } from "../../app/Accounts.ts"
 import { LedgerRejected } from "../../app/LedgerErrors.ts"
 import { accountStream, isUuid } from "../../domain/Ids.ts"
 import { EVENT_COLUMNS, type EventRow, orUnavailable, toStoredEvent } from "./PgEventStore.ts"
+import { traced } from "../../app/Traced.ts"
 
 interface AccountRow {
   id: string
@@ -34,7 +35,7 @@ export const layer = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const get = Effect.fn("Accounts.get")(function* (accountId: string) {
+    const get = Effect.fnUntraced(function* (accountId: string) {
       if (!isUuid(accountId)) return yield* notFound(accountId)
       const rows = yield* sql<AccountRow>`
         SELECT id, name, created_at, deposited, captured, held, version FROM accounts WHERE id = ${accountId}`.pipe(
@@ -42,25 +43,25 @@ export const layer = Layer.effect(
       )
       if (rows.length === 0) return yield* notFound(accountId)
       return toView(rows[0])
-    })
+    }, traced("Accounts.get"))
 
-    const list = Effect.fn("Accounts.list")(function* (options: { readonly search?: string; readonly limit: number }) {
+    const list = Effect.fnUntraced(function* (options: { readonly search?: string; readonly limit: number }) {
       const pattern = options.search === undefined ? null : `%${options.search.toLowerCase()}%`
       const rows = yield* sql<AccountRow>`
         SELECT id, name, created_at, deposited, captured, held, version FROM accounts
         WHERE ${pattern}::text IS NULL OR lower(name) LIKE ${pattern} OR id::text = ${options.search ?? ""}
         ORDER BY created_at, id LIMIT ${options.limit}`.pipe(orUnavailable)
       return rows.map(toView)
-    })
+    }, traced("Accounts.list"))
 
-    const ledger = Effect.fn("Accounts.ledger")(function* (accountId: string, after: bigint, limit: number) {
+    const ledger = Effect.fnUntraced(function* (accountId: string, after: bigint, limit: number) {
       yield* get(accountId)
       const rows = yield* sql<EventRow>`
         SELECT ${sql.literal(EVENT_COLUMNS)} FROM events
         WHERE stream_name = ${accountStream(accountId)} AND stream_position > ${after}
         ORDER BY stream_position LIMIT ${limit}`.pipe(orUnavailable)
       return rows.map(toStoredEvent)
-    })
+    }, traced("Accounts.ledger"))
 
     return Accounts.of({ get, list, ledger })
   })

@@ -15,6 +15,7 @@ import {
   type StoredEvent
 } from "../../app/EventStore.ts"
 import { IdempotencyConflict, StoreUnavailable, StreamVersionConflict } from "../../app/StoreErrors.ts"
+import { traced } from "../../app/Traced.ts"
 
 export const storeUnavailable = (error: SqlError.SqlError): StoreUnavailable =>
   new StoreUnavailable({ message: `the database is unavailable: ${error.message}` })
@@ -252,7 +253,7 @@ export const layer = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const append = Effect.fn("EventStore.append")(function* (
+    const append = Effect.fnUntraced(function* (
       stream: string,
       expected: ExpectedVersion,
       events: ReadonlyArray<NewEvent>,
@@ -262,9 +263,9 @@ export const layer = Layer.effect(
         .withTransaction(appendMany(sql, [{ stream, expected, events }], recordedAt))
         .pipe(Effect.catchTag("SqlError", (error) => Effect.fail(storeUnavailable(error))))
       return versions.get(stream) ?? 0n
-    })
+    }, traced("EventStore.append"))
 
-    const readStream = Effect.fn("EventStore.readStream")(function* (
+    const readStream = Effect.fnUntraced(function* (
       stream: string,
       options?: { readonly after?: bigint; readonly limit?: number }
     ) {
@@ -275,9 +276,9 @@ export const layer = Layer.effect(
         Effect.catchTag("SqlError", (error) => Effect.fail(storeUnavailable(error)))
       )
       return rows.map(toStoredEvent)
-    })
+    }, traced("EventStore.readStream"))
 
-    const readAll = Effect.fn("EventStore.readAll")(function* (after: Checkpoint, limit: number) {
+    const readAll = Effect.fnUntraced(function* (after: Checkpoint, limit: number) {
       // Stop below the oldest transaction still running: its events may carry lower global positions than events
       // already committed, and must not be jumped over.
       const rows = yield* sql<EventRow>`
@@ -292,7 +293,7 @@ export const layer = Layer.effect(
       const checkpoint: Checkpoint =
         last === undefined ? after : { transactionId: last.transactionId, globalPosition: last.globalPosition }
       return { events, checkpoint }
-    })
+    }, traced("EventStore.readAll"))
 
     const idempotent = <E, R>(
       scope: string,

@@ -20,6 +20,7 @@ import {
 import { formatMicros } from "../../domain/Money.ts"
 import { makeKeyCache } from "./KeyCache.ts"
 import { appendMany, orUnavailable } from "./PgEventStore.ts"
+import { traced } from "../../app/Traced.ts"
 
 interface KeyRow {
   id: string
@@ -86,7 +87,7 @@ export const layer = Layer.effect(
         }
       })
 
-    const create = Effect.fn("Keys.create")(function* (accountId: string, given: CreateKeyInput) {
+    const create = Effect.fnUntraced(function* (accountId: string, given: CreateKeyInput) {
       const input = { ...given, rateLimits: given.rateLimits ?? noRateLimits }
       yield* accountExists(accountId)
       const now = new Date(yield* Clock.currentTimeMillis)
@@ -150,17 +151,17 @@ export const layer = Layer.effect(
         revokedAt: null
       }
       return { ...view, key }
-    })
+    }, traced("Keys.create"))
 
-    const list = Effect.fn("Keys.list")(function* (accountId: string) {
+    const list = Effect.fnUntraced(function* (accountId: string) {
       yield* accountExists(accountId)
       const rows = yield* sql<KeyRow>`
         SELECT ${sql.literal(KEY_COLUMNS)} FROM api_keys WHERE account_id = ${accountId}
         ORDER BY created_at, id`.pipe(orUnavailable)
       return rows.map(toView)
-    })
+    }, traced("Keys.list"))
 
-    const revoke = Effect.fn("Keys.revoke")(function* (keyId: string) {
+    const revoke = Effect.fnUntraced(function* (keyId: string) {
       if (!isUuid(keyId)) return yield* new KeyNotFound({ keyId })
       // Forgotten before and after the write: a lookup racing the revocation cannot leave the key remembered.
       keyCache.forget(keyId)
@@ -201,9 +202,9 @@ export const layer = Layer.effect(
         )
       keyCache.forget(keyId)
       return toView(row)
-    })
+    }, traced("Keys.revoke"))
 
-    const authenticate = Effect.fn("Keys.authenticate")(function* (secret: string | undefined) {
+    const authenticate = Effect.fnUntraced(function* (secret: string | undefined) {
       if (secret === undefined || secret.length === 0) return yield* new KeyRejected({ reason: "missing" })
       if (!isWellFormedKey(secret)) return yield* new KeyRejected({ reason: "malformed" })
       const digest = hashKey(secret)
@@ -248,7 +249,7 @@ export const layer = Layer.effect(
         rateLimits: { rpm: row.rpm, tpm: row.tpm, concurrency: row.concurrency }
       }
       return keyCache.remember(digest, key, row.expires_at === null ? null : row.expires_at.getTime(), now)
-    })
+    }, traced("Keys.authenticate"))
 
     return Keys.of({ create, list, revoke, authenticate })
   })

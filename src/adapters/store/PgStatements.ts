@@ -19,6 +19,7 @@ import {
 import { accountStream, isUuid } from "../../domain/Ids.ts"
 import { isLedgerEventType, type LedgerEvent } from "../../domain/ledger/LedgerEvent.ts"
 import { orUnavailable } from "./PgEventStore.ts"
+import { traced } from "../../app/Traced.ts"
 
 export const PAGE_SIZE = 1_000
 
@@ -121,7 +122,7 @@ export const layer = Layer.effect(
       return { stream, last }
     })
 
-    const open = Effect.fn("Statements.open")(function* (accountId: string, range: StatementRange) {
+    const open = Effect.fnUntraced(function* (accountId: string, range: StatementRange) {
       const { stream, last } = yield* existing(accountId)
       const firstIn = range.from === null ? 1n : ((yield* firstBeyond(stream, range.from, "at")) ?? last + 1n)
       // `to`: an instant is exclusive (the first event at it is out), a position inclusive.
@@ -131,9 +132,9 @@ export const layer = Layer.effect(
       const opening = yield* foldThrough(stream, openingThrough)
       const linesFrom = openingThrough > through ? through : openingThrough
       return { accountId, range, opening, lines: statementLines(opening, events(stream, linesFrom, through)) }
-    })
+    }, traced("Statements.open"))
 
-    const asOf = Effect.fn("Statements.asOf")(function* (accountId: string, bound: Bound) {
+    const asOf = Effect.fnUntraced(function* (accountId: string, bound: Bound) {
       const { stream, last } = yield* existing(accountId)
       const through = yield* endBefore(stream, bound, "past", last)
       const state = yield* foldThrough(stream, through)
@@ -143,7 +144,7 @@ export const layer = Layer.effect(
           `did not exist at ${bound._tag === "Position" ? `position ${bound.position}` : bound.at}`
         )
       return state
-    })
+    }, traced("Statements.asOf"))
 
     return Statements.of({ open, asOf })
   })

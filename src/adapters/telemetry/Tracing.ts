@@ -1,5 +1,5 @@
 /**
- * Traces over OTLP/HTTP (JSON) when an endpoint is configured: every `Effect.fn` span of the gateway (the pipeline,
+ * Traces over OTLP/HTTP (JSON) when an endpoint is configured: every `traced` step of the gateway (the pipeline,
  * the ledger, the upstream client) and the HTTP server's request spans, exported in batches. Effect 4 ships its own
  * OTLP exporter (`effect/observability`), so no OpenTelemetry SDK is needed; any OTLP collector (the OpenTelemetry
  * Collector, Jaeger, Tempo, Honeycomb) takes the same wire format.

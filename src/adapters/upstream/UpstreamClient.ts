@@ -19,6 +19,7 @@ import {
   truncateErrorBody,
   UpstreamError
 } from "./UpstreamError.ts"
+import { traced } from "../../app/Traced.ts"
 
 export interface UpstreamRequest {
   readonly upstream: UpstreamConfig
@@ -98,7 +99,7 @@ export class UpstreamClient extends Context.Service<
         return made
       }
 
-      const request = Effect.fn("UpstreamClient.request")(function* (request: UpstreamRequest) {
+      const request = Effect.fnUntraced(function* (request: UpstreamRequest) {
         const { upstream } = request
         const { pool, basePath, defaults, defaultsWithBody, credentials } = target(upstream)
         const timeouts = {
@@ -157,7 +158,7 @@ export class UpstreamClient extends Context.Service<
             isRetryable: response.statusCode >= 400 && isRetryableStatus(response.statusCode, response.headers, text)
           })
         })
-      })
+      }, traced("UpstreamClient.request"))
 
       return UpstreamClient.of({ request })
     })

@@ -25,6 +25,7 @@ import { arkCreateBody, arkStatus, arkTaskId } from "./ArkTasks.ts"
 import { contentLengthOf, contentTypeOf, downloadLink } from "./LinkDownload.ts"
 import { openAiVideoId, openAiVideoStatus, openAiVideosCreateBody, openAiVideosRefusal } from "./OpenAiVideos.ts"
 import { videoPricing } from "./VideoPricing.ts"
+import { traced } from "../../app/Traced.ts"
 
 export const VIDEO_PLUGIN_ID = "video"
 
@@ -128,7 +129,7 @@ export const makeVideoPlugin = (
     return Result.isFailure(able) ? able.failure : undefined
   }
 
-  const create = Effect.fn("VideoPlugin.create")(function* (call: VideoCall) {
+  const create = Effect.fnUntraced(function* (call: VideoCall) {
     const able = yield* fromResult(ableUpstreams(call.request, call.model))
     let last: PluginFailure = pluginFailure(502, "no upstream answered")
     for (const { upstream, index } of able) {
@@ -146,7 +147,7 @@ export const makeVideoPlugin = (
       )
     }
     return yield* Effect.fail(last)
-  })
+  }, traced("VideoPlugin.create"))
 
   /** The upstream that took the task; a task can only be followed where it was created. */
   const upstreamOf = (
@@ -163,7 +164,7 @@ export const makeVideoPlugin = (
         )
   }
 
-  const poll = Effect.fn("VideoPlugin.poll")(function* (task: VideoTaskRef) {
+  const poll = Effect.fnUntraced(function* (task: VideoTaskRef) {
     const upstream = yield* upstreamOf(task)
     const ark = upstream.protocol === "ark"
     const outcome = yield* Effect.result(
@@ -193,9 +194,9 @@ export const makeVideoPlugin = (
         ? arkStatus(outcome.success)
         : openAiVideoStatus(outcome.success, upstreamUrl(upstream, OpenAiPaths.videoContent(task.upstreamTaskId)))
     )
-  })
+  }, traced("VideoPlugin.poll"))
 
-  const download = Effect.fn("VideoPlugin.download")(function* (task: VideoTaskRef, videoUrl: string) {
+  const download = Effect.fnUntraced(function* (task: VideoTaskRef, videoUrl: string) {
     const upstream = yield* upstreamOf(task)
     if (upstream.protocol === "ark") {
       return yield* downloadLink(videoUrl, {
@@ -220,13 +221,13 @@ export const makeVideoPlugin = (
       contentLength: contentLengthOf(response.headers),
       body: response.body.chunks()
     } satisfies VideoDownload
-  })
+  }, traced("VideoPlugin.download"))
 
   /**
    * Cancels (or deletes) an upstream task the gateway will not follow: the create of a worker that lost the race to
    * record its dispatch. Ark cancels a queued task and refuses a running one (409); OpenAI deletes the video.
    */
-  const cancel = Effect.fn("VideoPlugin.cancel")(function* (task: VideoTaskRef) {
+  const cancel = Effect.fnUntraced(function* (task: VideoTaskRef) {
     const upstream = yield* upstreamOf(task)
     yield* client
       .request({
@@ -236,7 +237,7 @@ export const makeVideoPlugin = (
         signal: task.signal
       })
       .pipe(Effect.flatMap(json), Effect.mapError(withRetryAfter))
-  })
+  }, traced("VideoPlugin.cancel"))
 
   return {
     specification: PLUGIN_SPECIFICATION,

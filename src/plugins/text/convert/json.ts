@@ -20,8 +20,8 @@ export const asCount = (u: unknown): number => {
 }
 
 /**
- * JSON text → value, `undefined` when the text is not JSON. A bare `JSON.parse`: this runs for every streamed chunk,
- * where a Schema decode pipeline cost more than the parse itself.
+ * JSON text → value, `undefined` when the text is not JSON. An edge around `JSON.parse` (which throws): this runs for
+ * every streamed chunk, where a Schema decode pipeline cost more than the parse itself.
  */
 export const parseJson = (text: string): unknown => {
   try {
