@@ -18,7 +18,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Database from "../src/adapters/store/Database.ts"
 import { applyProjections, verifyProjections } from "../src/adapters/store/PgReplay.ts"
-import { recordsJson } from "../src/adapters/store/PgEventStore.ts"
 import { formatMicros } from "../src/domain/Money.ts"
 import { freshPostgres } from "../test/support/TestDatabase.ts"
 
@@ -133,7 +132,7 @@ const writeEvents = (accounts: ReadonlyArray<Account>, written: number, target: 
         INSERT INTO events (stream_name, stream_position, event_id, event_type, schema_version, data, metadata,
           recorded_at)
         SELECT stream_name, stream_position, event_id, event_type, schema_version, data, '{}'::jsonb, recorded_at
-        FROM jsonb_to_recordset(${recordsJson(rows)}::jsonb) AS t(stream_name text, stream_position bigint,
+        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS t(stream_name text, stream_position bigint,
           event_id uuid, event_type text, schema_version smallint, data jsonb, recorded_at timestamptz)`
     })
     while (count < target) {

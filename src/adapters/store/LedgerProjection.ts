@@ -29,10 +29,10 @@ export const accountRecords = (rows: ReadonlyArray<AccountRow>) =>
       id: r.state.accountId,
       name: r.state.name,
       created_at: r.state.createdAt,
-      deposited: r.state.deposited,
-      captured: r.state.captured,
-      held: r.state.held,
-      version: r.version
+      deposited: String(r.state.deposited),
+      captured: String(r.state.captured),
+      held: String(r.state.held),
+      version: String(r.version)
     }))
   )
 
@@ -42,10 +42,10 @@ export const holdRecords = (holds: ReadonlyArray<HoldState>) =>
       hold_id: h.holdId,
       account_id: h.accountId,
       key_id: h.keyId,
-      amount: h.amount,
+      amount: String(h.amount),
       status: h.status,
-      captured: h.captured,
-      refunded: h.refunded,
+      captured: String(h.captured),
+      refunded: String(h.refunded),
       model: h.model,
       plugin: h.plugin,
       request_id: h.requestId,
@@ -56,10 +56,12 @@ export const holdRecords = (holds: ReadonlyArray<HoldState>) =>
   )
 
 export const keySpendRecords = (spends: ReadonlyArray<readonly [string, KeySpend]>) =>
-  recordsJson(spends.map(([id, s]) => ({ id, spent: s.spent, held: s.held })))
+  recordsJson(spends.map(([id, s]) => ({ id, spent: String(s.spent), held: String(s.held) })))
 
 export const depositRecords = (deposits: ReadonlyArray<DepositRow>) =>
-  recordsJson(deposits.map((d) => ({ account_id: d.accountId, reference: d.reference, amount: d.amount, at: d.at })))
+  recordsJson(
+    deposits.map((d) => ({ account_id: d.accountId, reference: d.reference, amount: String(d.amount), at: d.at }))
+  )
 
 /** The statements, parameterised by schema ("public" or a replay scratch schema: a trusted identifier) and rows. */
 export const upsertAccountsSql = (sql: SqlClient.SqlClient, schema: string, records: string) => sql`

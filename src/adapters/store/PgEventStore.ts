@@ -120,7 +120,7 @@ export const insertEventsSql = (sql: SqlClient.SqlClient, records: ReadonlyArray
 export const upsertHeadsSql = (sql: SqlClient.SqlClient, plan: AppendPlan) => sql`
   INSERT INTO streams (stream_name, version, head_hash)
   SELECT name, version, decode(hash, 'hex')
-  FROM jsonb_to_recordset(${recordsJson([...plan.versions].map(([name, version]) => ({ name, version, hash: plan.hashes.get(name) })))}::jsonb)
+  FROM jsonb_to_recordset(${recordsJson([...plan.versions].map(([name, version]) => ({ name, version: String(version), hash: plan.hashes.get(name) })))}::jsonb)
     AS h(name text, version bigint, hash text)
   ON CONFLICT (stream_name) DO UPDATE SET version = EXCLUDED.version, head_hash = EXCLUDED.head_hash`
 
@@ -210,8 +210,22 @@ export const lockHeads = (
     }
   )
 
-export const recordsJson = (records: ReadonlyArray<unknown>): string =>
-  JSON.stringify(records, (_key, value) => (typeof value === "bigint" ? value.toString() : value))
+/** A row for `jsonb_to_recordset`: bigints are written as decimal text by the caller (JSON numbers stop at 2^53). */
+export type JsonValue =
+  | string
+  | number
+  | boolean
+  | null
+  | undefined
+  | ReadonlyArray<JsonValue>
+  | { readonly [key: string]: JsonValue }
+export type JsonRow = Readonly<Record<string, JsonValue>>
+
+/**
+ * Rows as one JSON document. No replacer: a replacer function takes `JSON.stringify` off its fast path, and this runs
+ * for every ledger batch; the row type keeps bigints out instead.
+ */
+export const recordsJson = (records: ReadonlyArray<JsonRow>): string => JSON.stringify(records)
 
 /** A concurrent writer took a position first: the same conflict an expected-version check reports. */
 export const conflictOnUniqueViolation =

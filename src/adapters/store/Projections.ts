@@ -329,7 +329,8 @@ const keysProjection: Projection = {
           const key = keys.get(id)
           if (key === undefined) return []
           const spend = core.accounts.get(key.account_id)?.state.keys.get(id) ?? { spent: 0n, held: 0n }
-          return [{ ...key, spent: spend.spent, held: spend.held }]
+          const spendLimit = key.spend_limit === null ? null : String(key.spend_limit)
+          return [{ ...key, spend_limit: spendLimit, spent: String(spend.spent), held: String(spend.held) }]
         })
         dirty.clear()
         return inChunks(rows, (chunk) => upsertKeysSql(sql, schema, recordsJson(chunk)))

@@ -107,12 +107,12 @@ export const usageRecords = (rows: ReadonlyArray<UsageRow>): string =>
       account_id: r.accountId,
       key_id: r.keyId,
       model: r.model,
-      requests: r.requests,
-      input_tokens: r.inputTokens,
-      output_tokens: r.outputTokens,
-      images: r.images,
-      video_seconds: r.videoSeconds,
-      cost: r.cost
+      requests: String(r.requests),
+      input_tokens: String(r.inputTokens),
+      output_tokens: String(r.outputTokens),
+      images: String(r.images),
+      video_seconds: String(r.videoSeconds),
+      cost: String(r.cost)
     }))
   )
 

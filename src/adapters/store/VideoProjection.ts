@@ -8,7 +8,11 @@ import { parseDecimal } from "../../domain/Money.ts"
 import type { VideoTaskState } from "../../domain/video/VideoTask.ts"
 import { recordsJson } from "./PgEventStore.ts"
 
-const micros = (decimal: string | null): bigint | null => (decimal === null ? null : (parseDecimal(decimal) ?? null))
+/** A decimal amount as the micro-dollars column wants it, in decimal text (a JSON number would stop at 2^53). */
+const micros = (decimal: string | null): string | null => {
+  const value = decimal === null ? undefined : parseDecimal(decimal)
+  return value === undefined ? null : String(value)
+}
 
 export const videoTaskRecords = (states: ReadonlyArray<VideoTaskState>): string =>
   recordsJson(
@@ -29,13 +33,13 @@ export const videoTaskRecords = (states: ReadonlyArray<VideoTaskState>): string 
       images: s.images,
       videos: s.videos,
       held: micros(s.held),
-      estimated_tokens: BigInt(s.estimatedTokens),
+      estimated_tokens: String(BigInt(s.estimatedTokens)),
       upstream_task_id: s.upstream?.taskId ?? null,
       upstream_index: s.upstream?.index ?? null,
-      tokens: s.tokens === null ? null : BigInt(s.tokens),
+      tokens: s.tokens === null ? null : String(BigInt(s.tokens)),
       tokens_reported: s.tokensReported,
       cost: micros(s.cost),
-      content: s.content,
+      content: s.content === null ? null : { ...s.content },
       error_reason: s.error?.reason ?? null,
       error_code: s.error?.code ?? null,
       error_message: s.error?.message ?? null,
@@ -49,7 +53,7 @@ export const videoTaskRecords = (states: ReadonlyArray<VideoTaskState>): string 
       expires_at: s.expiresAt,
       content_expired_at: s.contentExpiredAt,
       updated_at: s.updatedAt,
-      version: s.version
+      version: String(s.version)
     }))
   )
 
