@@ -97,6 +97,8 @@ export class AuthThrottle extends Context.Service<
     /** Fails with 429 (and `retry-after`) while `address` is blocked. */
     readonly admit: (address: string) => Effect.Effect<void, ApiError>
     readonly recordFailure: (address: string) => Effect.Effect<void>
+    /** No address has a failure on record: nobody can be blocked, so the caller need not work out its address. */
+    readonly isQuiet: () => boolean
     /** How many addresses are tracked (tests check the bound). */
     readonly size: Effect.Effect<number>
   }
@@ -158,7 +160,7 @@ const make = (options: AuthThrottleOptions): AuthThrottle["Service"] => {
     failures.set(address, [...live, now].slice(-options.maxFailures))
   }, traced("AuthThrottle.recordFailure"))
 
-  return { options, admit, recordFailure, size: Effect.sync(() => failures.size) }
+  return { options, admit, recordFailure, isQuiet: () => failures.size === 0, size: Effect.sync(() => failures.size) }
 }
 
 /** A failure that says the credential was wrong (not that the store was down): these are what gets counted. */
@@ -172,9 +174,11 @@ export const throttled = <A, E, R>(check: Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
     const throttle = yield* AuthThrottle
     const request = yield* HttpServerRequest.HttpServerRequest
-    const address = clientAddress(request, throttle.options.trustProxy)
-    yield* throttle.admit(address)
+    // Parsing the address (and the proxy chain) is only needed once some address has failed: until then nobody is
+    // blocked, and a failure works its address out when it is recorded.
+    const address = () => clientAddress(request, throttle.options.trustProxy)
+    if (!throttle.isQuiet()) yield* throttle.admit(address())
     return yield* check.pipe(
-      Effect.tapError((error) => (isAuthFailure(error) ? throttle.recordFailure(address) : Effect.void))
+      Effect.tapError((error) => (isAuthFailure(error) ? throttle.recordFailure(address()) : Effect.void))
     )
   })

@@ -24,11 +24,13 @@ describe("AuthThrottle", () => {
   it.effect("admits 20 failures a minute, refuses the 21st attempt with 429 + retry-after, then lets go", () =>
     Effect.gen(function* () {
       const throttle = yield* AuthThrottle
+      assert.isTrue(throttle.isQuiet(), "no failure yet: callers skip working out their address")
       for (let i = 0; i < 20; i++) {
         assert.isTrue(Exit.isSuccess(yield* Effect.exit(throttle.admit("1.2.3.4"))), `attempt ${i + 1}`)
         yield* throttle.recordFailure("1.2.3.4")
         yield* TestClock.adjust(Duration.millis(100))
       }
+      assert.isFalse(throttle.isQuiet())
       const refused = blocked(yield* Effect.exit(throttle.admit("1.2.3.4")))
       assert.strictEqual(refused?.status, 429)
       // The first failure was at t=0, now is t=2000: it leaves the window in 58 s.
@@ -43,6 +45,7 @@ describe("AuthThrottle", () => {
       yield* TestClock.adjust(Duration.seconds(60))
       assert.isTrue(Exit.isSuccess(yield* Effect.exit(throttle.admit("1.2.3.4"))))
       assert.strictEqual(yield* throttle.size, 0, "expired entries are dropped")
+      assert.isTrue(throttle.isQuiet())
     }).pipe(Effect.provide(AuthThrottle.layer))
   )
 
