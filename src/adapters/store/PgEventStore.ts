@@ -150,6 +150,9 @@ export const planAppends = (
   const hashes = new Map<string, string>(heads.hashes)
   const records: Array<EventRecord> = []
   const at = recordedAt.toISOString()
+  // A command's events share one metadata object: its canonical JSON is made once.
+  let metadata: unknown
+  let metadataJson = ""
   for (const append of appends) {
     const version = current.get(append.stream) ?? 0n
     const ok =
@@ -160,7 +163,10 @@ export const planAppends = (
     for (const event of append.events) {
       position += 1n
       const dataJson = canonicalJson(event.data)
-      const metadataJson = canonicalJson(event.metadata ?? {})
+      if (metadataJson === "" || event.metadata !== metadata) {
+        metadata = event.metadata
+        metadataJson = canonicalJson(event.metadata ?? {})
+      }
       const fields = {
         stream: append.stream,
         position: position.toString(),
