@@ -45,7 +45,7 @@ export interface LedgerOptions {
 
 export const defaultLedgerOptions: LedgerOptions = {
   holdTtlSeconds: 900,
-  shards: 4,
+  shards: 2,
   maxBatch: 256,
   sweepIntervalMillis: 15_000
 }
