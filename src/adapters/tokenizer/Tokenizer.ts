@@ -3,7 +3,7 @@
  * estimate for other vendors, which is what holds and the simulator need: the same input always gives the same count.
  */
 import { Context, Layer } from "effect"
-import { encode as encodeO200k, decode as decodeO200k } from "gpt-tokenizer/encoding/o200k_base"
+import { countTokens, encode as encodeO200k, decode as decodeO200k } from "gpt-tokenizer/encoding/o200k_base"
 
 /** Tokens added per chat message for role and framing (OpenAI's published `tokens_per_message` for gpt-4o). */
 export const MESSAGE_OVERHEAD_TOKENS = 3
@@ -27,20 +27,20 @@ const CHUNK = 4096
 const PIECE = new RegExp(` ?[^ ]{1,${MAX_RUN}}| +`, "g")
 const LONG_RUN = new RegExp(`[^ ]{${MAX_RUN + 1}}`)
 
-/** Tokens of a plain string. */
+/** Tokens of a plain string (counted without building the token array). */
 export const countText = (text: string): number => {
   if (text.length === 0) return 0
-  if (text.length <= CHUNK && !LONG_RUN.test(text)) return encodeO200k(text, plainText).length
+  if (text.length <= CHUNK && !LONG_RUN.test(text)) return countTokens(text, plainText)
   let total = 0
   let chunk = ""
   for (const match of text.matchAll(PIECE)) {
     if (chunk.length + match[0].length > CHUNK) {
-      total += encodeO200k(chunk, plainText).length
+      total += countTokens(chunk, plainText)
       chunk = ""
     }
     chunk += match[0]
   }
-  return chunk.length === 0 ? total : total + encodeO200k(chunk, plainText).length
+  return chunk.length === 0 ? total : total + countTokens(chunk, plainText)
 }
 
 /** The longest prefix of `text` that fits in `maxTokens` tokens (cut on a token boundary). */

@@ -23,6 +23,16 @@ describe("countText (o200k_base)", () => {
     assert.strictEqual(countText("user"), 1)
   })
 
+  it("counts what encoding would give, for any text of ordinary length", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 300 }), (text) => {
+        const encoded = encode(text, { disallowedSpecial: new Set() }).length
+        return countText(text) === encoded
+      }),
+      { numRuns: 300 }
+    )
+  })
+
   it("treats special-token text as plain text instead of throwing", () => {
     assert.strictEqual(countText("hi <|endoftext|> there"), 9)
   })
