@@ -34,7 +34,7 @@ import {
   type Usage
 } from "../plugins/text/convert/ChatIR.ts"
 import { geminiRequestToIR, geminiResponseToIR, irToGeminiResponse } from "../plugins/text/convert/gemini.ts"
-import { isRecord, parseJson } from "../plugins/text/convert/json.ts"
+import { isRecord, parseJson, swapSoleModel } from "../plugins/text/convert/json.ts"
 import { irToOpenAIResponse, openAIRequestToIR, openAIResponseToIR } from "../plugins/text/convert/openai.ts"
 import { readyBatches } from "./ReadyBatches.ts"
 import { makeStreamTransducer, type StreamTransducer } from "../plugins/text/convert/StreamTransducer.ts"
@@ -311,16 +311,18 @@ export class ChatGateway extends Context.Service<
           ) {
             return [] // the usage chunk the gateway asked for on the client's behalf
           }
+          // The client's model name replaces the upstream's: in the text itself when that is unambiguous (no
+          // re-serialization per chunk), else on the parsed value.
           if (isRecord(data) && typeof data.model === "string") {
-            return [frameText({ event: frame.event, data: JSON.stringify({ ...data, model: modelId }) })]
+            const swapped =
+              swapSoleModel(frame.data, data.model, modelId) ?? JSON.stringify({ ...data, model: modelId })
+            return [frameText({ event: frame.event, data: swapped })]
           }
           if (isRecord(data) && isRecord(data.message) && typeof data.message.model === "string") {
-            return [
-              frameText({
-                event: frame.event,
-                data: JSON.stringify({ ...data, message: { ...data.message, model: modelId } })
-              })
-            ]
+            const swapped =
+              swapSoleModel(frame.data, data.message.model, modelId) ??
+              JSON.stringify({ ...data, message: { ...data.message, model: modelId } })
+            return [frameText({ event: frame.event, data: swapped })]
           }
           return [frameText(frame)]
         }

@@ -31,6 +31,21 @@ export const parseJson = (text: string): unknown => {
   }
 }
 
+/**
+ * `raw` (JSON text) with its one `model` value changed from `from` to `to`, without parsing and re-serializing it:
+ * defined only when `"model"` occurs exactly once in the text, directly followed by `:` and `from`. Quotes inside JSON
+ * strings are escaped, so an unescaped `"model"` is a key or a string value equal to `model`; occurring once, it is the
+ * key the parsed value was found under. Anything else (whitespace after the colon, a second `"model"`) is undefined:
+ * the caller re-serializes.
+ */
+export const swapSoleModel = (raw: string, from: string, to: string): string | undefined => {
+  const at = raw.indexOf('"model"')
+  if (at === -1 || raw.indexOf('"model"', at + 7) !== -1) return undefined
+  const value = JSON.stringify(from)
+  if (raw.charCodeAt(at + 7) !== 58 || !raw.startsWith(value, at + 8)) return undefined // 58 = ':'
+  return `${raw.slice(0, at + 8)}${JSON.stringify(to)}${raw.slice(at + 8 + value.length)}`
+}
+
 /** Tool arguments: empty text means "no arguments"; anything that is not a JSON object is `undefined`. */
 export const parseJsonObject = (text: string): JsonRecord | undefined => {
   if (text.trim() === "") return {}
