@@ -41,6 +41,10 @@ export const parseJson = (text: string): unknown => {
 export const swapSoleModel = (raw: string, from: string, to: string): string | undefined => {
   const at = raw.indexOf('"model"')
   if (at === -1 || raw.indexOf('"model"', at + 7) !== -1) return undefined
+  // A quote after an odd run of backslashes is escaped (the end of some other string): not a key, so decline.
+  let backslashes = 0
+  while (at - backslashes > 0 && raw.charCodeAt(at - backslashes - 1) === 92) backslashes += 1 // 92 = '\'
+  if (backslashes % 2 === 1) return undefined
   const value = JSON.stringify(from)
   if (raw.charCodeAt(at + 7) !== 58 || !raw.startsWith(value, at + 8)) return undefined // 58 = ':'
   return `${raw.slice(0, at + 8)}${JSON.stringify(to)}${raw.slice(at + 8 + value.length)}`

@@ -45,6 +45,9 @@ describe("swapSoleModel", () => {
     assert.isUndefined(swapSoleModel('{"model":"a","role":"model"}', "a", "b"))
     assert.isUndefined(swapSoleModel('{"model": "a"}', "a", "b"))
     assert.isUndefined(swapSoleModel('{"model":"ab"}', "a", "b"))
+    // The only `"model"` starts with an escaped quote: it ends the key `x"model`, and the real key is spelled escaped.
+    assert.isUndefined(swapSoleModel('{"mod\\u0065l":"a","x\\"model":"a"}', "a", "b"))
+    assert.strictEqual(swapSoleModel('{"p":"\\\\","model":"a"}', "a", "b"), '{"p":"\\\\","model":"b"}')
     assert.strictEqual(
       swapSoleModel('{"type":"message_start","message":{"model":"a"}}', "a", "b"),
       '{"type":"message_start","message":{"model":"b"}}'
