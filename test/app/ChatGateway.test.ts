@@ -5,7 +5,7 @@
  * refused after all (another instance spent the balance meanwhile) aborts the call that was started, charges nothing
  * and leaves no hold.
  */
-import { assert, describe, it, layer } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { AuthenticatedKey } from "../../src/app/Keys.ts"
@@ -14,7 +14,7 @@ import { defaultLedgerOptions, Ledger } from "../../src/app/Ledger.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
 import { type ChatPlugin, PLUGIN_SPECIFICATION, type PluginModel } from "../../src/plugins/ModelPlugin.ts"
 import { PluginRegistry } from "../../src/plugins/PluginRegistry.ts"
-import { announceSkip, storeTargets } from "../support/TestDatabase.ts"
+import { availableStores } from "../support/TestDatabase.ts"
 
 const usd = (text: string) => parseDecimal(text) as bigint
 
@@ -68,13 +68,7 @@ const recordingPlugin = (sql: SqlClient.SqlClient, calls: Array<Call>, release: 
       }).pipe(Effect.orDie)
   }) satisfies ChatPlugin
 
-for (const target of storeTargets) {
-  announceSkip(target)
-  const storeLayer = target.layer
-  if (storeLayer === undefined) {
-    describe.skip(`ChatGateway on ${target.name}`, () => it("skipped", () => undefined))
-    continue
-  }
+for (const { target, storeLayer } of availableStores("ChatGateway")) {
   const services = Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 }).pipe(
     Layer.provideMerge(storeLayer)
   )

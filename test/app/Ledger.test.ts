@@ -1,4 +1,4 @@
-import { assert, describe, it, layer } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as PgAccounts from "../../src/adapters/store/PgAccounts.ts"
@@ -7,17 +7,11 @@ import { Accounts } from "../../src/app/Accounts.ts"
 import { defaultLedgerOptions, Ledger } from "../../src/app/Ledger.ts"
 import { Replay } from "../../src/app/Replay.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
-import { announceSkip, storeTargets } from "../support/TestDatabase.ts"
+import { availableStores } from "../support/TestDatabase.ts"
 
 const usd = (text: string) => parseDecimal(text) as bigint
 
-for (const target of storeTargets) {
-  announceSkip(target)
-  const storeLayer = target.layer
-  if (storeLayer === undefined) {
-    describe.skip(`Ledger on ${target.name}`, () => it("skipped", () => undefined))
-    continue
-  }
+for (const { target, storeLayer } of availableStores("Ledger")) {
   const services = Layer.mergeAll(
     Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 }),
     PgAccounts.layer,

@@ -5,6 +5,7 @@
  * skipped with one visible line saying why.
  */
 import { PgClient } from "@effect/sql-pg"
+import { describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { execFileSync } from "node:child_process"
@@ -95,6 +96,22 @@ export const announceSkip = (target: StoreTarget): void => {
     console.warn(`[tollgate] ${target.skipReason}`)
   }
 }
+
+/**
+ * The targets a storage suite runs on here. Each target that cannot run is announced once and registered as a skipped
+ * suite named `${suite} on <target>`, so the skip shows in the report; the caller loops over the others.
+ */
+export const availableStores = (
+  suite: string
+): ReadonlyArray<{ readonly target: StoreTarget; readonly storeLayer: NonNullable<StoreTarget["layer"]> }> =>
+  storeTargets.flatMap((target) => {
+    announceSkip(target)
+    if (target.layer === undefined) {
+      describe.skip(`${suite} on ${target.name}`, () => it("skipped", () => undefined))
+      return []
+    }
+    return [{ target, storeLayer: target.layer }]
+  })
 
 /** Runs one statement on a real Postgres (promise-based, for suites that start whole gateways). */
 export const runPostgres = (url: string, statement: string) =>

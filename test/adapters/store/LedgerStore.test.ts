@@ -1,4 +1,4 @@
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
@@ -7,7 +7,7 @@ import { accountStream } from "../../../src/domain/Ids.ts"
 import { fold, initialState, type LedgerCommand } from "../../../src/domain/ledger/LedgerAccount.ts"
 import type { LedgerEvent } from "../../../src/domain/ledger/LedgerEvent.ts"
 import { MAX_MICROS, parseDecimal } from "../../../src/domain/Money.ts"
-import { announceSkip, storeTargets } from "../../support/TestDatabase.ts"
+import { availableStores } from "../../support/TestDatabase.ts"
 
 const NOW = new Date("2026-01-01T00:00:00.000Z")
 const AT = NOW.toISOString()
@@ -137,14 +137,7 @@ const keyRow = (keyId: string) =>
     return rows[0]
   })
 
-for (const target of storeTargets) {
-  announceSkip(target)
-  const storeLayer = target.layer
-  if (storeLayer === undefined) {
-    describe.skip(`LedgerStore on ${target.name}`, () => undefined)
-    continue
-  }
-
+for (const { target, storeLayer } of availableStores("LedgerStore")) {
   layer(storeLayer, { excludeTestServices: true, timeout: "60 seconds" })(`LedgerStore on ${target.name}`, (it) => {
     it.effect("a batch over several accounts commits the accepted commands and leaves no trace of the rejected", () =>
       Effect.gen(function* () {

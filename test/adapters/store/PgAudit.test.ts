@@ -13,7 +13,7 @@ import { Audit } from "../../../src/app/Audit.ts"
 import { EventStore } from "../../../src/app/EventStore.ts"
 import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"
 import { parseDecimal } from "../../../src/domain/Money.ts"
-import { announceSkip, storeTargets } from "../../support/TestDatabase.ts"
+import { availableStores } from "../../support/TestDatabase.ts"
 
 const usd = (text: string) => parseDecimal(text) as bigint
 
@@ -62,10 +62,7 @@ const eventOf = (stream: string, position: number) =>
     return row
   })
 
-for (const target of storeTargets) {
-  announceSkip(target)
-  const storeLayer = target.layer
-  if (storeLayer === undefined) continue
+for (const { target, storeLayer } of availableStores("audit")) {
   const services = Layer.mergeAll(
     Ledger.layerWith({ ...defaultLedgerOptions, shards: 1, sweepIntervalMillis: 3_600_000 }),
     PgEventStore.layer,

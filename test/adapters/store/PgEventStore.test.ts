@@ -1,10 +1,10 @@
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Ref } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import * as PgEventStore from "../../../src/adapters/store/PgEventStore.ts"
 import { type Checkpoint, EventStore, type NewEvent, START, type StoredEvent } from "../../../src/app/EventStore.ts"
-import { announceSkip, storeTargets } from "../../support/TestDatabase.ts"
+import { availableStores } from "../../support/TestDatabase.ts"
 
 const AT = new Date("2026-01-01T00:00:00.000Z")
 
@@ -54,14 +54,7 @@ const isOrdered = (events: ReadonlyArray<StoredEvent>) =>
       (events[i - 1].transactionId === e.transactionId && events[i - 1].globalPosition < e.globalPosition)
   )
 
-for (const target of storeTargets) {
-  announceSkip(target)
-  const storeLayer = target.layer
-  if (storeLayer === undefined) {
-    describe.skip(`PgEventStore on ${target.name}`, () => undefined)
-    continue
-  }
-
+for (const { target, storeLayer } of availableStores("PgEventStore")) {
   layer(PgEventStore.layer.pipe(Layer.provideMerge(storeLayer)), { excludeTestServices: true, timeout: "60 seconds" })(
     `PgEventStore on ${target.name}`,
     (it) => {

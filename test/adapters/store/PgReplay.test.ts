@@ -17,7 +17,7 @@ import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"
 import { Replay } from "../../../src/app/Replay.ts"
 import { parseDecimal } from "../../../src/domain/Money.ts"
 import type { VideoTaskState } from "../../../src/domain/video/VideoTask.ts"
-import { announceSkip, storeTargets } from "../../support/TestDatabase.ts"
+import { availableStores } from "../../support/TestDatabase.ts"
 
 const usd = (text: string) => parseDecimal(text) as bigint
 
@@ -130,13 +130,7 @@ describe("replay fold, in memory", () => {
   })
 })
 
-for (const target of storeTargets) {
-  announceSkip(target)
-  const storeLayer = target.layer
-  if (storeLayer === undefined) {
-    describe.skip(`PgReplay on ${target.name}`, () => it("skipped", () => undefined))
-    continue
-  }
+for (const { target, storeLayer } of availableStores("PgReplay")) {
   const services = Layer.mergeAll(
     Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 }),
     PgAccounts.layer,

@@ -1,23 +1,17 @@
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Effect, Exit, Layer, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import * as PgStatements from "../../../src/adapters/store/PgStatements.ts"
 import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"
 import { addBalances, type Balances, balancesOf, collectStatement, Statements } from "../../../src/app/Statements.ts"
 import { parseDecimal } from "../../../src/domain/Money.ts"
-import { announceSkip, storeTargets } from "../../support/TestDatabase.ts"
+import { availableStores } from "../../support/TestDatabase.ts"
 
 const usd = (text: string) => parseDecimal(text) as bigint
 const zero: Balances = { balance: 0n, held: 0n, available: 0n }
 const position = (p: bigint) => ({ _tag: "Position", position: p }) as const
 
-for (const target of storeTargets) {
-  announceSkip(target)
-  const storeLayer = target.layer
-  if (storeLayer === undefined) {
-    describe.skip(`PgStatements on ${target.name}`, () => undefined)
-    continue
-  }
+for (const { target, storeLayer } of availableStores("PgStatements")) {
   const services = Layer.mergeAll(
     Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 }),
     PgStatements.layer

@@ -4,12 +4,10 @@ import { Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import * as PgEventStore from "../../../src/adapters/store/PgEventStore.ts"
 import { EventStore } from "../../../src/app/EventStore.ts"
-import { announceSkip, storeTargets } from "../../support/TestDatabase.ts"
+import { availableStores } from "../../support/TestDatabase.ts"
 
-for (const target of storeTargets) {
-  announceSkip(target)
-  if (target.layer === undefined) continue
-  layer(PgEventStore.layer.pipe(Layer.provideMerge(target.layer)), { excludeTestServices: true })(
+for (const { target, storeLayer } of availableStores("upcasting")) {
+  layer(PgEventStore.layer.pipe(Layer.provideMerge(storeLayer)), { excludeTestServices: true })(
     `upcasting on ${target.name}`,
     (it) => {
       it.effect("a version-1 UsageRecalculated reads back as version 2 with metrics", () =>
