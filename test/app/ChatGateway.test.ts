@@ -74,9 +74,14 @@ for (const { target, storeLayer } of availableStores("ChatGateway")) {
   )
 
   layer(services, { timeout: "60 seconds", excludeTestServices: true })(`ChatGateway on ${target.name}`, (it) => {
-    /** A gateway on this instance's ledger, its plugin recording into `calls`. */
-    const gatewayWith = (calls: Array<Call>, release: Deferred.Deferred<void>) =>
+    /**
+     * A gateway on this instance's ledger, its plugin recording into `calls`; its upstream answers once `release` is
+     * done (at once when no gate is given).
+     */
+    const gatewayWith = (calls: Array<Call>, gate?: Deferred.Deferred<void>) =>
       Effect.gen(function* () {
+        const release = gate ?? (yield* Deferred.make<void>())
+        if (gate === undefined) yield* Deferred.succeed(release, undefined)
         const sql = yield* SqlClient.SqlClient
         const plugin = recordingPlugin(sql, calls, release)
         const registry = PluginRegistry.of({
@@ -122,9 +127,7 @@ for (const { target, storeLayer } of availableStores("ChatGateway")) {
     it.effect("a known, funded account: the upstream call starts before its hold is committed", () =>
       Effect.gen(function* () {
         const calls: Array<Call> = []
-        const release = yield* Deferred.make<void>()
-        yield* Deferred.succeed(release, undefined)
-        const gateway = yield* gatewayWith(calls, release)
+        const gateway = yield* gatewayWith(calls)
         const key = yield* customer("10")
         yield* chat(gateway, key, "req-first") // unknown key spend: held first
         yield* chat(gateway, key, "req-second") // now remembered, with room: overlapped
@@ -149,9 +152,7 @@ for (const { target, storeLayer } of availableStores("ChatGateway")) {
     it.effect("an account known to be short is refused before any upstream call", () =>
       Effect.gen(function* () {
         const calls: Array<Call> = []
-        const release = yield* Deferred.make<void>()
-        yield* Deferred.succeed(release, undefined)
-        const gateway = yield* gatewayWith(calls, release)
+        const gateway = yield* gatewayWith(calls)
         const key = yield* customer("0.6")
         yield* chat(gateway, key, "req-paid") // 0.50 captured: 0.10 left
         const refused = yield* Effect.flip(chat(gateway, key, "req-refused"))
