@@ -239,7 +239,7 @@ export class ChatGateway extends Context.Service<
         // client left) still releases a hold that committed; only the upstream call itself can be interrupted.
         const { holdId, reply } = yield* Effect.uninterruptibleMask((restore) =>
           Effect.gen(function* () {
-            if (!ledger.likelyAccepted(holdInput)) {
+            if (!ledger.likelyAccepted(holdInput, yield* Clock.currentTimeMillis)) {
               const { holdId } = yield* ledger.placeHold(holdInput)
               const reply = yield* restore(invoke).pipe(Effect.onExit(releaseUnless(holdId)))
               return { holdId, reply }

@@ -164,9 +164,10 @@ export class Ledger extends Context.Service<
      * A hint, not a decision: true when this instance's own last commit of the account shows room for twice the hold
      * (balance and the key's spend limit). False when the account is not remembered (never written here, or evicted)
      * or looks short. Callers may start work that the hold will pay for before the hold is committed only when this
-     * is true, so an account without funds never costs an upstream call; the committed decision still rules.
+     * is true, so an account without funds never costs an upstream call; the committed decision still rules. `nowMs`
+     * is the caller's `Clock` time, the time the hold would be placed at.
      */
-    readonly likelyAccepted: (input: PlaceHoldInput) => boolean
+    readonly likelyAccepted: (input: PlaceHoldInput, nowMs: number) => boolean
     /** This instance's writers so far: batches and commands committed, and batches decided again. */
     readonly writerStats: () => WriterStatsSnapshot
   }
@@ -337,12 +338,12 @@ export class Ledger extends Context.Service<
           yield* acceptedWith(yield* enqueue({ type: "ReleaseHold", accountId, holdId, reason, at }, {}, companion))
         }, traced("Ledger.releaseWith"))
 
-        const likelyAccepted = (input: PlaceHoldInput): boolean => {
+        const likelyAccepted = (input: PlaceHoldInput, nowMs: number): boolean => {
           const remembered = known.get(input.accountId)
           if (remembered === undefined) return false
           if (input.keyId !== null && !remembered.state.keys.has(input.keyId)) return false
           // A fixed id that no real hold has: the probe is decided, never written, and needs no fresh uuid.
-          const probe = holdCommand({ ...input, amount: input.amount * 2n, holdId: PROBE_HOLD_ID }, Date.now()).command
+          const probe = holdCommand({ ...input, amount: input.amount * 2n, holdId: PROBE_HOLD_ID }, nowMs).command
           return decide(remembered.state, probe)._tag === "Accepted"
         }
 
