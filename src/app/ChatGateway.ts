@@ -4,7 +4,7 @@
  * end, however they end: completed, cut by the upstream, or abandoned by the client (then the upstream call is
  * aborted and the account pays for what was delivered, counted with the tokenizer when no usage arrived).
  */
-import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Result, Stream } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Result, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import {
   countAnthropicMessages,
@@ -38,6 +38,7 @@ import { isRecord, parseJson, swapSoleModel } from "../plugins/text/convert/json
 import { irToOpenAIResponse, openAIRequestToIR, openAIResponseToIR } from "../plugins/text/convert/openai.ts"
 import { readyBatches } from "./ReadyBatches.ts"
 import { makeStreamTransducer, type StreamTransducer } from "../plugins/text/convert/StreamTransducer.ts"
+import { releaseReason } from "./HeldCall.ts"
 import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, UpstreamFailed, upstreamFailed } from "./ChatErrors.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
@@ -223,18 +224,10 @@ export class ChatGateway extends Context.Service<
           })
           .pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())))
         /** Releases the hold of a call that ended without a reply: the reason says how it ended. */
-        const releaseUnless = (holdId: string) => (exit: Exit.Exit<ChatReply, PluginFailure>) => {
-          if (Exit.isSuccess(exit)) return Effect.void
-          // A refusal of the request itself (4xx, not a rate limit) is "rejected"; the rest "failed" or "cancelled".
-          const failure = Exit.findErrorOption(exit)
-          const status = Option.isSome(failure) ? failure.value.status : 0
-          const reason = Exit.hasInterrupts(exit)
-            ? "cancelled"
-            : status >= 400 && status < 500 && status !== 429
-              ? "rejected"
-              : "failed"
-          return ledger.release(input.key.accountId, holdId, reason).pipe(Effect.ignore)
-        }
+        const releaseUnless = (holdId: string) => (exit: Exit.Exit<ChatReply, PluginFailure>) =>
+          Exit.isSuccess(exit)
+            ? Effect.void
+            : ledger.release(input.key.accountId, holdId, releaseReason(exit)).pipe(Effect.ignore)
         // Uninterruptible from the hold's commit until its release is attached: a request interrupted meanwhile (the
         // client left) still releases a hold that committed; only the upstream call itself can be interrupted.
         const { holdId, reply } = yield* Effect.uninterruptibleMask((restore) =>
