@@ -6,7 +6,8 @@
  *
  * Rules (architecture.md §4): a hold resolves exactly once; capture ≤ hold and refund = hold − capture; `available`
  * never goes below zero (checked when a hold is placed); failed or rejected requests cost nothing (release refunds
- * the whole hold); an expired hold is released exactly once.
+ * the whole hold); an expired hold is released exactly once; every total stays within a 64-bit integer (deposits
+ * are bounded, and every other total is bounded by them).
  */
 import { formatMicros, MAX_MICROS, type Micros, min, parseDecimal } from "../Money.ts"
 import type { LedgerEvent, RefundReason } from "./LedgerEvent.ts"
@@ -152,6 +153,13 @@ export const decide = (state: AccountState, command: LedgerCommand): Decision =>
   switch (command.type) {
     case "Deposit": {
       if (command.amount <= 0n) return reject({ _tag: "InvalidAmount", message: "amount must be greater than zero" })
+      if (state.deposited + command.amount > MAX_MICROS) {
+        // Every balance column is a 64-bit integer: a total past it could not be stored.
+        return reject({
+          _tag: "InvalidAmount",
+          message: `this deposit would take the account's deposits past the ledger's maximum of ${formatMicros(MAX_MICROS)}`
+        })
+      }
       const earlier = state.depositReferences.get(command.reference)
       if (earlier !== undefined) {
         // Same reference, same amount: a retry, answered as the original. Another amount: a mistake worth a 409.

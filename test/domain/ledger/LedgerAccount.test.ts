@@ -12,7 +12,7 @@ import {
   type LedgerRejection
 } from "../../../src/domain/ledger/LedgerAccount.ts"
 import type { LedgerEvent, RefundReason } from "../../../src/domain/ledger/LedgerEvent.ts"
-import { formatMicros, max, min, parseDecimal } from "../../../src/domain/Money.ts"
+import { formatMicros, MAX_MICROS, max, min, parseDecimal } from "../../../src/domain/Money.ts"
 
 const NO_METRICS = { inputTokens: 0, outputTokens: 0, images: 0, videoSeconds: 0 }
 const ACCOUNT = "acc-1"
@@ -147,6 +147,15 @@ describe("LedgerAccount decider", () => {
       assert.strictEqual(reused._tag, "Rejected")
       assert.strictEqual(reused._tag === "Rejected" ? reused.rejection._tag : undefined, "DepositReferenceReused")
       thenEvents(decide(state, deposit(usd("3"), "other")), [deposited("3", "other")])
+    })
+
+    it("refuses a deposit whose new total would not fit the ledger's 64-bit balance", () => {
+      const state = afterwards(given(opened), decide(given(opened), deposit(MAX_MICROS - 5n, "almost-all")))
+      thenEvents(decide(state, deposit(5n, "to-the-brim")), [deposited(formatMicros(5n), "to-the-brim")])
+      thenRejected(decide(state, deposit(6n, "one-too-many")), {
+        _tag: "InvalidAmount",
+        message: `this deposit would take the account's deposits past the ledger's maximum of ${formatMicros(MAX_MICROS)}`
+      })
     })
 
     it("refuses zero and negative amounts", () => {
@@ -467,7 +476,9 @@ const commandArb: fc.Arbitrary<LedgerCommand> = fc.oneof(
       .record({
         amount: fc.oneof(
           { weight: 9, arbitrary: fc.bigInt({ min: 1n, max: 1_500n }) },
-          fc.bigInt({ min: -5n, max: 0n })
+          fc.bigInt({ min: -5n, max: 0n }),
+          // Near the 64-bit ceiling: one such deposit fits, two do not.
+          fc.bigInt({ min: MAX_MICROS - 2_000n, max: MAX_MICROS + 1n })
         ),
         reference: fc.constantFrom("r0", "r1", "r2", "r3", "r4", "r5")
       })
@@ -521,7 +532,8 @@ const expectedOutcome = (model: Model, command: LedgerCommand): string => {
   if (!model.exists) return "AccountNotFound"
   switch (command.type) {
     case "Deposit": {
-      if (command.amount <= 0n) return "InvalidAmount"
+      if (command.amount <= 0n || command.amount > MAX_MICROS) return "InvalidAmount"
+      if (model.deposited + command.amount > MAX_MICROS) return "InvalidAmount"
       const earlier = model.references.get(command.reference)
       return earlier === undefined || earlier === command.amount ? "Accepted" : "DepositReferenceReused"
     }
@@ -823,6 +835,19 @@ describe("LedgerAccount properties (random command sequences)", () => {
           }
           if (decision._tag === "Accepted") state = fold(state, decision.events)
         })
+      }),
+      { numRuns: NUM_RUNS }
+    )
+  })
+
+  it("(7) every total stays within a 64-bit integer, whatever is deposited", () => {
+    fc.assert(
+      fc.property(sequenceArb, (commands) => {
+        const { states } = run(commands)
+        for (const state of states) {
+          for (const total of [state.deposited, state.captured, state.held]) assert.isTrue(total <= MAX_MICROS)
+          for (const spend of state.keys.values()) assert.isTrue(spend.spent + spend.held <= MAX_MICROS)
+        }
       }),
       { numRuns: NUM_RUNS }
     )
