@@ -43,7 +43,7 @@ import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, UpstreamFailed, ups
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
-import type { StoreUnavailable } from "./StoreErrors.ts"
+import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
 import { traced } from "./Traced.ts"
 
 export interface ChatInput {
@@ -67,6 +67,7 @@ export type ChatError =
   | UpstreamFailed
   | LedgerRejected
   | StoreUnavailable
+  | StoreRefused
 
 const toIR = (input: ChatInput, model: string): Converted<ChatRequest> => {
   switch (input.dialect) {

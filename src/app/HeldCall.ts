@@ -12,14 +12,14 @@ import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, upstreamFailed } fr
 import type { AuthenticatedKey } from "./Keys.ts"
 import type { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
-import type { StoreUnavailable } from "./StoreErrors.ts"
+import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
 import type { Micros } from "../domain/Money.ts"
 
 /** Why `resolveModel` refuses a call before any hold: an unknown model, one off the key's list, or another kind. */
 export type ModelRefused = ModelNotFound | ModelNotAllowed | InvalidChatRequest
 
 /** What a held call can fail with: the model refused, the upstream failed, or the ledger refused or was unreachable. */
-export type HeldCallError = ModelRefused | UpstreamFailed | LedgerRejected | StoreUnavailable
+export type HeldCallError = ModelRefused | UpstreamFailed | LedgerRejected | StoreUnavailable | StoreRefused
 
 /** Why a failed plugin call's hold goes back: the client went away, the upstream refused the request, or it failed. */
 export const releaseReason = (exit: Exit.Exit<unknown, PluginFailure>) => {

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto"
 import {
   type BatchOutcome,
   type Companion,
-  commitBatch,
+  commitIsolated,
   KnownAccounts,
   WriterStats
 } from "../adapters/store/LedgerStore.ts"
@@ -20,7 +20,7 @@ import { formatMicros, type Micros } from "../domain/Money.ts"
 import { type Decision, decide, type LedgerCommand, type LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import { LedgerRejected } from "./LedgerErrors.ts"
-import { StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
+import { StoreRefused, StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
 import { traced } from "./Traced.ts"
 
 export interface PlaceHoldInput {
@@ -85,13 +85,15 @@ export interface WriterStatsSnapshot {
   readonly lockedRetries: number
   /** Batches retried because another instance created one of their streams first. */
   readonly conflictRetries: number
+  /** Batches the database refused that were split so that only the refused commands failed. */
+  readonly isolations: number
 }
 
 interface Pending {
   readonly command: LedgerCommand
   readonly metadata: Record<string, unknown>
   readonly companion: Companion | undefined
-  readonly done: Deferred.Deferred<BatchOutcome, StoreUnavailable>
+  readonly done: Deferred.Deferred<BatchOutcome, StoreUnavailable | StoreRefused>
 }
 
 /** The hold id of `likelyAccepted`'s probe (all zeros: `randomUUID` never makes it). */
@@ -108,31 +110,34 @@ export class Ledger extends Context.Service<
   {
     readonly openAccount: (
       name: string
-    ) => Effect.Effect<{ readonly id: string; readonly name: string; readonly createdAt: string }, StoreUnavailable>
+    ) => Effect.Effect<
+      { readonly id: string; readonly name: string; readonly createdAt: string },
+      StoreUnavailable | StoreRefused
+    >
     /** `duplicate` is true when the reference was already deposited (nothing new was written). */
     readonly deposit: (
       accountId: string,
       amount: Micros,
       reference: string,
       metadata?: Record<string, unknown>
-    ) => Effect.Effect<{ readonly duplicate: boolean }, LedgerRejected | StoreUnavailable>
+    ) => Effect.Effect<{ readonly duplicate: boolean }, LedgerRejected | StoreUnavailable | StoreRefused>
     readonly placeHold: (
       input: PlaceHoldInput
     ) => Effect.Effect<
       { readonly holdId: string; readonly expiresAt: string | null },
-      LedgerRejected | StoreUnavailable
+      LedgerRejected | StoreUnavailable | StoreRefused
     >
     readonly settle: (
       accountId: string,
       holdId: string,
       cost: Micros,
       usage: unknown
-    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable>
+    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable | StoreRefused>
     readonly release: (
       accountId: string,
       holdId: string,
       reason: RefundReason
-    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable>
+    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable | StoreRefused>
     /**
      * The three hold commands with a companion: events of another stream (a video task) committed in the same
      * transaction, only if the ledger accepts the command. Fails with StreamVersionConflict when the companion's
@@ -143,7 +148,7 @@ export class Ledger extends Context.Service<
       companion: Companion
     ) => Effect.Effect<
       { readonly holdId: string; readonly expiresAt: string | null },
-      LedgerRejected | StoreUnavailable | StreamVersionConflict
+      LedgerRejected | StoreUnavailable | StoreRefused | StreamVersionConflict
     >
     readonly settleWith: (
       accountId: string,
@@ -151,15 +156,15 @@ export class Ledger extends Context.Service<
       cost: Micros,
       usage: unknown,
       companion: Companion
-    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable | StreamVersionConflict>
+    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable | StoreRefused | StreamVersionConflict>
     readonly releaseWith: (
       accountId: string,
       holdId: string,
       reason: RefundReason,
       companion: Companion
-    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable | StreamVersionConflict>
+    ) => Effect.Effect<void, LedgerRejected | StoreUnavailable | StoreRefused | StreamVersionConflict>
     /** Releases every pending hold past its expiry; returns how many this call released. */
-    readonly sweepExpiredHolds: Effect.Effect<number, StoreUnavailable>
+    readonly sweepExpiredHolds: Effect.Effect<number, StoreUnavailable | StoreRefused>
     /**
      * A hint, not a decision: true when this instance's own last commit of the account shows room for twice the hold
      * (balance and the key's spend limit). False when the account is not remembered (never written here, or evicted)
@@ -182,32 +187,27 @@ export class Ledger extends Context.Service<
         // has one shard, so one writer, and every write is still checked against the stream head in the database.
         const known = new KnownAccounts()
         const stats = new WriterStats()
-        let conflictRetries = 0
 
+        // One command's failure is its own: a batch the database refuses is split until the refused command stands
+        // alone (LedgerStore.commitIsolated), and every other command of the batch commits and gets its answer.
         const runBatch = (batch: ReadonlyArray<Pending>) =>
           Effect.gen(function* () {
             const now = new Date(yield* Clock.currentTimeMillis)
             const items = batch.map((p) => ({ command: p.command, metadata: p.metadata, companion: p.companion }))
-            const decisions = yield* commitBatch(items, now, randomUUID, known, stats).pipe(
-              Effect.tapError((e) =>
-                Effect.sync(() => {
-                  if (e instanceof StreamVersionConflict) conflictRetries += 1
-                })
-              ),
-              // Another instance created the same new stream first: decide again on fresh state.
-              Effect.retry({ while: (e) => e instanceof StreamVersionConflict, times: 3 }),
-              Effect.catchTag("StreamVersionConflict", (e) =>
-                Effect.fail(
-                  new StoreUnavailable({ message: `stream ${e.stream} kept changing under concurrent writers` })
-                )
-              ),
+            const results = yield* commitIsolated(items, now, randomUUID, known, stats).pipe(
               Effect.provideService(SqlClient.SqlClient, sql)
             )
-            yield* Effect.forEach(batch, (p, i) => Deferred.succeed(p.done, decisions[i]), { discard: true })
+            yield* Effect.forEach(
+              batch,
+              (p, i) => {
+                const result = results[i]
+                return result instanceof StoreUnavailable || result instanceof StoreRefused
+                  ? Deferred.fail(p.done, result)
+                  : Deferred.succeed(p.done, result)
+              },
+              { discard: true }
+            )
           }).pipe(
-            Effect.catch((error: StoreUnavailable) =>
-              Effect.forEach(batch, (p) => Deferred.fail(p.done, error), { discard: true })
-            ),
             // A batch that started commits and answers even while the server shuts down.
             Effect.uninterruptible
           )
@@ -222,7 +222,7 @@ export class Ledger extends Context.Service<
 
         const enqueue = (command: LedgerCommand, metadata: Record<string, unknown>, companion: Companion | undefined) =>
           Effect.gen(function* () {
-            const done = yield* Deferred.make<BatchOutcome, StoreUnavailable>()
+            const done = yield* Deferred.make<BatchOutcome, StoreUnavailable | StoreRefused>()
             yield* Queue.offer(queues[shardOf(command.accountId, options.shards)], {
               command,
               metadata,
@@ -393,7 +393,8 @@ export class Ledger extends Context.Service<
             batches: stats.batches,
             commands: stats.commands,
             lockedRetries: stats.lockedRetries,
-            conflictRetries
+            conflictRetries: stats.conflictRetries,
+            isolations: stats.isolations
           })
         })
       })

@@ -50,7 +50,12 @@ import type { AuthenticatedKey } from "./Keys.ts"
 import { type Companion, Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import { OperatorConfig } from "./OperatorConfig.ts"
-import { IdempotencyConflict, type StoreUnavailable, type StreamVersionConflict } from "./StoreErrors.ts"
+import {
+  IdempotencyConflict,
+  type StoreRefused,
+  type StoreUnavailable,
+  type StreamVersionConflict
+} from "./StoreErrors.ts"
 import { traced } from "./Traced.ts"
 
 export class VideoNotFound extends Schema.TaggedError<VideoNotFound>()("VideoNotFound", { id: Schema.String }) {}
@@ -107,6 +112,7 @@ export type SubmitError =
   | IdempotencyConflict
   | LedgerRejected
   | StoreUnavailable
+  | StoreRefused
 
 /** What one worker round did, for logs and tests. */
 export interface PollReport {
@@ -156,7 +162,7 @@ export class VideoTasks extends Context.Service<
       VideoNotFound | VideoNotReady | VideoExpired | StoreUnavailable | ContentStoreError
     >
     /** One worker round: claims due tasks and advances each one step. */
-    readonly pollDue: Effect.Effect<PollReport, StoreUnavailable>
+    readonly pollDue: Effect.Effect<PollReport, StoreUnavailable | StoreRefused>
     /** Deletes content past its retention and records `VideoContentExpired`; returns how many. */
     readonly sweepExpiredContent: Effect.Effect<number, StoreUnavailable>
     /** This instance's worker id (lease owner). */

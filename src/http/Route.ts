@@ -36,6 +36,13 @@ export const toApiError = (error: unknown): ApiError | undefined => {
       return apiError(503, "the ledger store is unavailable right now; nothing was charged, retry shortly", {
         code: "store_unavailable"
       })
+    case "StoreRefused":
+      // The edge checks what reaches storage; a value that still slipped through fails this request alone.
+      return apiError(
+        400,
+        `the request carries a value the ledger cannot store (database error ${(error as { sqlState: string }).sqlState}); nothing was charged`,
+        { code: "unstorable_value" }
+      )
     case "IdempotencyConflict":
       return apiError(409, "this Idempotency-Key was already used with a different request body", {
         code: "idempotency_key_reused"

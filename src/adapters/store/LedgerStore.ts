@@ -20,7 +20,7 @@
  */
 import { Effect } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { type StoreUnavailable, StreamVersionConflict } from "../../app/StoreErrors.ts"
+import { StoreRefused, StoreUnavailable, StreamVersionConflict } from "../../app/StoreErrors.ts"
 import { accountStream } from "../../domain/Ids.ts"
 import { currentSchemaVersion } from "../../domain/ledger/Upcast.ts"
 import { addUsageSql, UsageTotals, usageDelta, usageRecords } from "./UsageProjection.ts"
@@ -98,6 +98,10 @@ export class WriterStats {
   batches = 0
   commands = 0
   lockedRetries = 0
+  /** Sub-batches retried because another instance created one of their streams first. */
+  conflictRetries = 0
+  /** Batches the database refused, split to commit every command but the refused ones. */
+  isolations = 0
 }
 
 /** What one writer remembers of its accounts (bounded; the oldest entry goes first). */
@@ -549,6 +553,17 @@ export const commitBatch = (
   known?: KnownAccounts,
   stats?: WriterStats
 ): Effect.Effect<ReadonlyArray<BatchOutcome>, StoreUnavailable | StreamVersionConflict, SqlClient.SqlClient> =>
+  commitBatchRaw(items, now, newEventId, known, stats).pipe(
+    Effect.catchTag("SqlError", (error) => Effect.fail(storeUnavailable(error)))
+  )
+
+const commitBatchRaw = (
+  items: ReadonlyArray<BatchItem>,
+  now: Date,
+  newEventId: () => string,
+  known: KnownAccounts | undefined,
+  stats: WriterStats | undefined
+) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     // Whatever goes wrong, nothing stale is left behind: the accounts are read afresh next time.
@@ -571,4 +586,62 @@ export const commitBatch = (
       stats.commands += items.length
     }
     return decisions
-  }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(storeUnavailable(error))))
+  })
+
+/** What one command of an isolated batch came to: its ledger outcome, or the store's error for it alone. */
+export type ItemResult = BatchOutcome | StoreRefused | StoreUnavailable
+
+// Errors that say nothing about the commands: the connection, the server's resources or state. Every other error the
+// server answers with (a data exception, a value past a column's range, a limit) comes from what one command carries.
+const NOT_ABOUT_THE_DATA = new Set(["08", "25", "40", "53", "57", "58", "XX"])
+
+/** The SQLSTATE of an error the database raised because of the statement's data, if it is one. */
+export const refusedState = (error: unknown): string | undefined => {
+  const state = sqlState(error)
+  return state !== undefined && !NOT_ABOUT_THE_DATA.has(state.slice(0, 2)) ? state : undefined
+}
+
+const CONFLICT_ATTEMPTS = 4
+
+/**
+ * Commits a batch so that one command can fail only itself. A batch the database refuses because of some command's
+ * data is split in halves, each committed (and split again) on its own, in order: the commands that can commit do,
+ * and a refused command ends alone with `StoreRefused`. Splitting costs nothing until a batch fails, then about two
+ * round trips per halving (log2 of the batch size). A collision with another writer is retried per sub-batch, so a
+ * sub-batch that already committed is never decided twice. Errors that are not about the data (the database is
+ * down) fail every command of the sub-batch with `StoreUnavailable`, without splitting.
+ */
+export const commitIsolated = (
+  items: ReadonlyArray<BatchItem>,
+  now: Date,
+  newEventId: () => string,
+  known?: KnownAccounts,
+  stats?: WriterStats
+): Effect.Effect<ReadonlyArray<ItemResult>, never, SqlClient.SqlClient> => {
+  const attempt = (
+    part: ReadonlyArray<BatchItem>,
+    conflicts: number
+  ): Effect.Effect<ReadonlyArray<ItemResult>, never, SqlClient.SqlClient> =>
+    commitBatchRaw(part, now, newEventId, known, stats).pipe(
+      Effect.catch((error): Effect.Effect<ReadonlyArray<ItemResult>, never, SqlClient.SqlClient> => {
+        if (error instanceof StreamVersionConflict) {
+          // Another instance created one of these streams first: decide again on fresh state.
+          if (stats !== undefined) stats.conflictRetries += 1
+          if (conflicts + 1 < CONFLICT_ATTEMPTS) return attempt(part, conflicts + 1)
+          const unavailable = new StoreUnavailable({
+            message: `stream ${error.stream} kept changing under concurrent writers`
+          })
+          return Effect.succeed(part.map(() => unavailable))
+        }
+        const refused = refusedState(error)
+        if (refused === undefined) return Effect.succeed(part.map(() => storeUnavailable(error)))
+        if (part.length === 1) return Effect.succeed([new StoreRefused({ sqlState: refused })])
+        if (stats !== undefined) stats.isolations += 1
+        const half = Math.ceil(part.length / 2)
+        return Effect.flatMap(attempt(part.slice(0, half), 0), (first) =>
+          Effect.map(attempt(part.slice(half), 0), (second) => [...first, ...second])
+        )
+      })
+    )
+  return attempt(items, 0)
+}

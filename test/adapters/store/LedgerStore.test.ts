@@ -1,8 +1,19 @@
-import { assert, layer } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { type BatchItem, type BatchOutcome, commitBatch } from "../../../src/adapters/store/LedgerStore.ts"
+import {
+  type BatchItem,
+  type BatchOutcome,
+  commitBatch,
+  commitIsolated,
+  KnownAccounts,
+  refusedState,
+  WriterStats
+} from "../../../src/adapters/store/LedgerStore.ts"
+import type { StoreRefused } from "../../../src/app/StoreErrors.ts"
+
+type PlaceHoldCommand = Extract<LedgerCommand, { type: "PlaceHold" }>
 import { accountStream } from "../../../src/domain/Ids.ts"
 import { fold, initialState, type LedgerCommand } from "../../../src/domain/ledger/LedgerAccount.ts"
 import type { LedgerEvent } from "../../../src/domain/ledger/LedgerEvent.ts"
@@ -136,6 +147,32 @@ const keyRow = (keyId: string) =>
     const rows = yield* sql<{ spent: bigint; held: bigint }>`SELECT spent, held FROM api_keys WHERE id = ${keyId}`
     return rows[0]
   })
+
+describe("refusedState: which database errors are about one command's data", () => {
+  const error = (code: string | undefined) => ({ _tag: "SqlError", cause: code === undefined ? {} : { code } })
+  it("splits on data exceptions, out-of-range values, constraint and limit errors", () => {
+    for (const code of ["22P05", "22P02", "22003", "22021", "23502", "23514", "54000", "42804"]) {
+      assert.strictEqual(refusedState(error(code)), code, code)
+    }
+  })
+  it("does not split when the database, the connection or a concurrent writer is the cause", () => {
+    for (const code of [
+      undefined,
+      "08006",
+      "08001",
+      "25P02",
+      "40001",
+      "40P01",
+      "53300",
+      "57P01",
+      "57014",
+      "58030",
+      "XX000"
+    ]) {
+      assert.isUndefined(refusedState(error(code)), String(code))
+    }
+  })
+})
 
 for (const { target, storeLayer } of availableStores("LedgerStore")) {
   layer(storeLayer, { excludeTestServices: true, timeout: "60 seconds" })(`LedgerStore on ${target.name}`, (it) => {
@@ -461,6 +498,69 @@ for (const { target, storeLayer } of availableStores("LedgerStore")) {
         })
         yield* assertProjectionMatchesStream(a)
         yield* assertProjectionMatchesStream(b)
+      })
+    )
+
+    it.effect("one poisoned command in a batch of 255 good ones from other accounts fails alone; all 255 commit", () =>
+      Effect.gen(function* () {
+        const accounts = Array.from({ length: 256 }, () => randomUUID())
+        yield* commit(...accounts.map(open))
+        const stats = new WriterStats()
+        const batch = items(
+          ...accounts.map((id, i) =>
+            i === 137 ? deposit(id, usd("1"), "poisoned\u0000reference") : deposit(id, usd("2"), `good-${i}`)
+          )
+        )
+        const results = yield* commitIsolated(batch, NOW, randomUUID, new KnownAccounts(), stats)
+        const tags = results.map((r) => r._tag)
+        assert.strictEqual(tags.filter((t) => t === "Accepted").length, 255)
+        assert.strictEqual(tags[137], "StoreRefused")
+        assert.strictEqual((results[137] as StoreRefused).sqlState.slice(0, 2), "22")
+        // Halving 256 down to one command: one split per level.
+        assert.strictEqual(stats.isolations, 8)
+        for (const [i, id] of accounts.entries()) {
+          const row = yield* accountRow(id)
+          assert.strictEqual(row?.deposited, i === 137 ? 0n : usd("2"), `account ${i}`)
+        }
+        yield* assertProjectionMatchesStream(accounts[0] as string)
+        yield* assertProjectionMatchesStream(accounts[137] as string)
+        // The refused command burned nothing: the same account takes a clean deposit at once.
+        assert.deepStrictEqual(outcomes(yield* commit(deposit(accounts[137] as string, usd("3"), "clean"))), [
+          "Accepted"
+        ])
+      })
+    )
+
+    it.effect("poisons of every kind in one batch each fail alone, in order with the commands around them", () =>
+      Effect.gen(function* () {
+        const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()]
+        yield* commit(open(a), open(b), open(c), deposit(a, usd("10"), "seed-a"), deposit(c, usd("10"), "seed-c"))
+        const [h1, h2, h3] = [randomUUID(), randomUUID(), randomUUID()]
+        const batch: Array<BatchItem> = [
+          { command: placeHold(a, h1, usd("4")), metadata: {} },
+          // A lone surrogate in metadata: valid in a JS string, refused by jsonb.
+          { command: placeHold(c, h2, usd("1")), metadata: { requestId: "req_\ud800" } },
+          { command: deposit(b, usd("5"), "b-1"), metadata: {} },
+          { command: { ...(placeHold(a, h3, usd("4")) as PlaceHoldCommand), model: "nul\u0000model" }, metadata: {} },
+          // Decided after the refused hold of a: sees only h1 held, so 6 is still available.
+          { command: placeHold(a, randomUUID(), usd("6")), metadata: {} },
+          { command: settle(a, h1, usd("1")), metadata: {} }
+        ]
+        const results = yield* commitIsolated(batch, NOW, randomUUID)
+        assert.deepStrictEqual(
+          results.map((r) => r._tag),
+          ["Accepted", "StoreRefused", "Accepted", "StoreRefused", "Accepted", "Accepted"]
+        )
+        assert.deepStrictEqual(yield* accountRow(a), {
+          deposited: usd("10"),
+          captured: usd("1"),
+          held: usd("6"),
+          version: 6n
+        })
+        assert.deepStrictEqual(yield* accountRow(b), { deposited: usd("5"), captured: 0n, held: 0n, version: 2n })
+        assert.deepStrictEqual(yield* accountRow(c), { deposited: usd("10"), captured: 0n, held: 0n, version: 2n })
+        yield* assertProjectionMatchesStream(a)
+        yield* assertProjectionMatchesStream(c)
       })
     )
   })
