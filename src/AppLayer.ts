@@ -24,6 +24,8 @@ import { defaultVideoWorkerOptions, VideoTasks, type VideoWorkerOptions } from "
 import * as FileContentStore from "./adapters/content/FileContentStore.ts"
 import * as VideosApi from "./http/VideosApi.ts"
 import { defaultLedgerOptions, Ledger, type LedgerOptions } from "./app/Ledger.ts"
+import { SettlementJournal } from "./app/SettlementJournal.ts"
+import * as FileSettlementJournal from "./adapters/journal/FileSettlementJournal.ts"
 import { OperatorConfig, type OperatorConfigError } from "./app/OperatorConfig.ts"
 import type { SimulatorStartError } from "./adapters/simulator/Simulator.ts"
 import * as AdminApi from "./http/admin/AdminApi.ts"
@@ -73,6 +75,11 @@ export interface AppOptions {
   readonly metricsToken?: Redacted.Redacted<string> | undefined
   /** Largest audio upload for transcription (413 past it); undefined → 25 MiB, OpenAI's own limit. */
   readonly maxAudioBytes?: number | undefined
+  /**
+   * Where settlements the database could not take are journaled until they commit (the data directory); undefined →
+   * kept in memory, retried through outages but not across a restart.
+   */
+  readonly journalDir?: string | undefined
 }
 
 const operatorConfigLayer = (
@@ -93,6 +100,8 @@ export const servicesLayer = (options: AppOptions) => {
   // shard still commits up to 256 commands per round trip, far above what one gateway process sends.
   const shards = options.database.kind === "postgres" ? defaultLedgerOptions.shards : 1
   const config = operatorConfigLayer(options.configPath)
+  const journal =
+    options.journalDir === undefined ? SettlementJournal.inMemory : FileSettlementJournal.layer(options.journalDir)
   const ledger = Layer.unwrap(
     Effect.map(OperatorConfig, (operator) =>
       Ledger.layerWith({
@@ -102,7 +111,7 @@ export const servicesLayer = (options: AppOptions) => {
         ...options.ledger
       })
     )
-  )
+  ).pipe(Layer.provide(journal))
   // Several instances share rate limits through Redis; one instance keeps them in process.
   const rateLimiter = Layer.unwrap(
     Effect.map(OperatorConfig, (operator) =>

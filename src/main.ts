@@ -73,6 +73,7 @@ const program = Effect.gen(function* () {
     redisUrl: Option.getOrUndefined(config.redisUrl),
     configPath: Option.getOrUndefined(config.configPath),
     contentDir: resolve(Option.getOrElse(config.contentDir, () => `${dataDir}/content`)),
+    journalDir: dataDir,
     imageFetch: {
       allowHosts: config.fetchAllowHosts
         .split(",")

@@ -82,7 +82,7 @@ export class AudioGateway extends Context.Service<
           plugin.transcribe({ model, request: input.request, measuredMillis, requestId: input.requestId, signal })
         )
         const usage = { ...reply.usage, measuredMillis: audioMillis }
-        yield* ledger.settle(input.key.accountId, holdId, plugin.pricing.price(usage, model), {
+        yield* ledger.settleDelivered(input.key.accountId, holdId, plugin.pricing.price(usage, model), {
           ...usage,
           measured: measuredMillis !== null,
           responseFormat: input.request.responseFormat
@@ -100,17 +100,12 @@ export class AudioGateway extends Context.Service<
       ) => {
         const usage = { characters: [...input.request.input].length, inputTokens: countText(input.request.input) }
         return ledger
-          .settle(input.key.accountId, holdId, plugin.pricing.price(usage, model), {
+          .settleDelivered(input.key.accountId, holdId, plugin.pricing.price(usage, model), {
             ...usage,
             responseFormat: input.request.responseFormat,
             completed: Exit.isSuccess(exit)
           })
-          .pipe(
-            Effect.catch((error) =>
-              Effect.logError("speech settlement failed; the hold expiry sweep will release it", error)
-            ),
-            Effect.uninterruptible
-          )
+          .pipe(Effect.uninterruptible)
       }
 
       const speak = Effect.fnUntraced(function* (input: SpeechInput) {

@@ -44,6 +44,7 @@ import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
+import type { Progress } from "./LiveHolds.ts"
 import { traced } from "./Traced.ts"
 
 export interface ChatInput {
@@ -132,6 +133,35 @@ const deliveredUsage = (transducer: StreamTransducer, inputTokens: number): Usag
   }
 }
 
+/**
+ * A stream's progress for its hold's lease: the tokenizer's count of what was delivered so far, priced. Each reading
+ * counts only the text added since the last one, cut before its last space so that words are counted whole (the
+ * same count as the text in one piece, give or take the word still arriving).
+ */
+const progressOf = (
+  transducer: StreamTransducer,
+  inputTokens: number,
+  price: (usage: Usage) => bigint
+): (() => Progress) => {
+  const counted = { text: 0, thinking: 0, toolArguments: 0 }
+  let outputTokens = 0
+  return () => {
+    const { delivered } = transducer.snapshot()
+    for (const field of ["text", "thinking", "toolArguments"] as const) {
+      const text = delivered[field]
+      const from = counted[field]
+      const space = text.lastIndexOf(" ")
+      const to = space > from ? space : text.length - from > 4096 ? text.length : from
+      if (to > from) {
+        outputTokens += countText(text.slice(from, to))
+        counted[field] = to
+      }
+    }
+    const usage = { ...emptyUsage, inputTokens, outputTokens }
+    return { cost: price(usage), usage: { ...usage, estimated: true } }
+  }
+}
+
 const hasDelivered = (transducer: StreamTransducer): boolean => {
   const { delivered } = transducer.snapshot()
   return delivered.text.length + delivered.thinking.length + delivered.toolArguments.length > 0
@@ -168,14 +198,13 @@ export class ChatGateway extends Context.Service<
           const usage =
             complete && snapshot.usage !== undefined ? snapshot.usage : deliveredUsage(transducer, inputTokens)
           const cost = plugin.pricing.price(usage, model)
-          yield* ledger.settle(accountId, holdId, cost, {
+          // Delivered: billed now, or retried until the database takes it.
+          yield* ledger.settleDelivered(accountId, holdId, cost, {
             ...usage,
             estimated: !complete
           })
         }).pipe(
-          Effect.catch((error) =>
-            Effect.logError("stream settlement failed; the hold expiry sweep will release it", error)
-          ),
+          Effect.catch((error) => Effect.logError("stream release failed", error)),
           Effect.uninterruptible
         )
 
@@ -269,7 +298,8 @@ export class ChatGateway extends Context.Service<
             })
           }
           const usage = ir.success.usage
-          yield* ledger.settle(input.key.accountId, holdId, plugin.pricing.price(usage, model), usage)
+          // The upstream was paid and the answer is here: the client gets it even if the bill has to be retried.
+          yield* ledger.settleDelivered(input.key.accountId, holdId, plugin.pricing.price(usage, model), usage)
           const body =
             reply.dialect === input.dialect && isRecord(reply.body)
               ? { ...reply.body, model: modelId }
@@ -290,6 +320,11 @@ export class ChatGateway extends Context.Service<
           clientModel: modelId,
           includeUsage
         })
+        // A long stream records what it delivered with its hold's lease: a crash then bills that, not nothing.
+        ledger.reportProgress(
+          holdId,
+          progressOf(transducer, inputTokens, (usage) => plugin.pricing.price(usage, model))
+        )
         const passthrough = reply.dialect === input.dialect
         const framesOf = (frame: SseFrame): ReadonlyArray<string> => {
           const data = frame.data === "[DONE]" ? "[DONE]" : parseJson(frame.data)

@@ -64,7 +64,7 @@ export class EmbeddingsGateway extends Context.Service<
             message: `the upstream returned ${reply.vectors.length} embeddings for ${input.request.inputs.length} inputs`
           })
         }
-        yield* ledger.settle(
+        yield* ledger.settleDelivered(
           input.key.accountId,
           holdId,
           plugin.pricing.price({ promptTokens: reply.promptTokens }, model),

@@ -48,7 +48,7 @@ export class ImageGateway extends Context.Service<
           const call = { model, operation: input.operation, request: input.request, requestId: input.requestId, signal }
           return input.operation === "edit" ? plugin.edit(call) : plugin.generate(call)
         })
-        yield* ledger.settle(input.key.accountId, holdId, plugin.pricing.price(reply.usage, model), {
+        yield* ledger.settleDelivered(input.key.accountId, holdId, plugin.pricing.price(reply.usage, model), {
           ...reply.usage,
           images: reply.images.length,
           operation: input.operation

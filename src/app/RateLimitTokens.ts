@@ -17,6 +17,13 @@ export const layer = Layer.effect(
     const ledger = yield* Ledger
     const limiter = yield* RateLimiter
     const keyOfHold = new Map<string, string>()
+    const countTokens = (holdId: string, usage: unknown) => {
+      const keyId = keyOfHold.get(holdId)
+      if (keyId === undefined) return Effect.void
+      keyOfHold.delete(holdId)
+      const metrics = usageMetrics(usage)
+      return limiter.recordTokens(keyId, metrics.inputTokens + metrics.outputTokens)
+    }
     return Ledger.of({
       ...ledger,
       placeHold: (input) =>
@@ -28,13 +35,10 @@ export const layer = Layer.effect(
           })
         ),
       settle: (accountId, holdId, cost, usage) =>
-        Effect.tap(ledger.settle(accountId, holdId, cost, usage), () => {
-          const keyId = keyOfHold.get(holdId)
-          if (keyId === undefined) return Effect.void
-          keyOfHold.delete(holdId)
-          const metrics = usageMetrics(usage)
-          return limiter.recordTokens(keyId, metrics.inputTokens + metrics.outputTokens)
-        }),
+        Effect.tap(ledger.settle(accountId, holdId, cost, usage), () => countTokens(holdId, usage)),
+      // A delivered response used its tokens whether its settlement committed now or is still being retried.
+      settleDelivered: (accountId, holdId, cost, usage) =>
+        Effect.tap(ledger.settleDelivered(accountId, holdId, cost, usage), () => countTokens(holdId, usage)),
       release: (accountId, holdId, reason) =>
         Effect.ensuring(
           ledger.release(accountId, holdId, reason),

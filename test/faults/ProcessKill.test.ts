@@ -1,115 +1,38 @@
 /**
- * `kill -9` of the gateway process on a real Postgres: during 64 concurrent streamed requests, and while a video task
- * is being generated. After a restart on the same database, every hold the dead process left open is released by the
- * expiry sweep exactly once, the video task resumes and settles exactly once, nothing is charged twice or lost, and
- * `replay --verify` and the audit are clean. The gateway runs as a child process (`node --import tsx src/main.ts`),
+ * `kill -9` of the gateway process on a real Postgres: during 64 concurrent streamed requests, during long streams,
+ * and while a video task is being generated. After a restart on the same database, every hold the dead process left
+ * open is resolved by the expiry sweep exactly once (a long stream settled at the progress its lease last recorded),
+ * the video task resumes and settles exactly once, nothing is charged twice or lost, and `replay --verify` and the
+ * audit are clean. The gateway runs as a child process (`node --import tsx src/main.ts`),
  * so SIGKILL gives it no chance to clean up.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { freePort } from "../support/Ports.ts"
-import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type RunningSimulator, startSimulator } from "../../src/adapters/simulator/SimulatorServer.ts"
-import { createPostgresDatabase } from "../support/TestDatabase.ts"
+import { countText } from "../../src/adapters/tokenizer/Tokenizer.ts"
+import { createPostgresDatabase, runPostgres } from "../support/TestDatabase.ts"
+import {
+  ADMIN_TOKEN,
+  admin,
+  assertEachHoldResolvedOnce,
+  type Gateway,
+  killHard,
+  ledgerOf,
+  sleep,
+  startGateway,
+  untilNothingHeld
+} from "../support/ChildGateway.ts"
+import { recordStream } from "../support/Sse.ts"
 
 const baseUrl = process.env.TEST_DATABASE_URL
-const ADMIN_TOKEN = "tga_kill_test_0123456789abcdef0123456789abcdef"
 const VIDEO = "video-model-2.0-fast"
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-interface Gateway {
-  readonly url: string
-  readonly child: ChildProcess
-  readonly output: () => string
-}
-
-const startGateway = async (env: Record<string, string>, port: number): Promise<Gateway> => {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1" },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let output = ""
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString("utf8")
-  })
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString("utf8")
-  })
-  const url = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`the gateway exited (${child.exitCode}):\n${output}`)
-    // A connection to a port nobody listens on yet can hang here instead of being refused: bound each probe.
-    const ready = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(500) }).then(
-      (r) => r.status === 200,
-      () => false
-    )
-    if (ready) return { url, child, output: () => output }
-    await sleep(100)
-  }
-  child.kill("SIGKILL")
-  throw new Error(`the gateway did not become ready:\n${output}`)
-}
-
-const SECRET = /sk-[A-Za-z0-9]{40,}|tga_[A-Za-z0-9_]{30,}/
-
-/** Kills the process; its whole output (logs of a run cut short included) must not carry a key or a token. */
-const killHard = (gateway: Gateway) =>
-  new Promise<void>((resolve) => {
-    assert.notMatch(gateway.output(), SECRET, "a secret in the gateway's output")
-    if (gateway.child.exitCode !== null || gateway.child.signalCode !== null) return resolve()
-    gateway.child.once("exit", () => resolve())
-    gateway.child.kill("SIGKILL")
-  })
-
-const admin = async (gateway: Gateway, method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${ADMIN_TOKEN}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" })
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, body: text.length > 0 ? JSON.parse(text) : null }
-}
-
-interface Entry {
-  readonly type: string
-  readonly holdId: string | null
-  readonly amount: string | null
-  readonly model: string | null
-}
-
-const ledgerOf = async (gateway: Gateway, accountId: string): Promise<ReadonlyArray<Entry>> => {
-  const entries: Array<Entry> = []
-  let after = 0
-  for (;;) {
-    const page = await admin(gateway, "GET", `/admin/accounts/${accountId}/ledger?after=${after}&limit=1000`)
-    entries.push(...page.body.data)
-    if (page.body.next === null) return entries
-    after = page.body.next
-  }
-}
-
-/** Every hold resolved exactly once: one UsageRecalculated or one full-release RefundIssued, never both or two. */
-const assertEachHoldResolvedOnce = (entries: ReadonlyArray<Entry>) => {
-  const holds = entries.filter((e) => e.type === "HoldPlaced")
-  for (const hold of holds) {
-    const usage = entries.filter((e) => e.holdId === hold.holdId && e.type === "UsageRecalculated").length
-    const refunds = entries.filter((e) => e.holdId === hold.holdId && e.type === "RefundIssued").length
-    assert.isAtMost(usage, 1, `hold ${hold.holdId} recalculated ${usage} times`)
-    assert.isTrue(usage === 1 || refunds === 1, `hold ${hold.holdId}: ${usage} usage, ${refunds} refunds`)
-    assert.isAtMost(refunds, 1, `hold ${hold.holdId} refunded ${refunds} times`)
-  }
-  return holds.length
-}
 
 describe.skipIf(baseUrl === undefined || baseUrl === "")("kill -9 of the gateway", () => {
   let sim: RunningSimulator
+  let longSim: RunningSimulator
   let database: { readonly url: string; drop(): Promise<void> }
   let dir: string
   let env: Record<string, string>
@@ -119,6 +42,8 @@ describe.skipIf(baseUrl === undefined || baseUrl === "")("kill -9 of the gateway
   beforeAll(async () => {
     // Streams of ~40 events 60 ms apart (a few seconds), and video tasks that take 4 s upstream.
     sim = await startSimulator({ faults: { chunkDelayMs: 60 }, replyTokens: 40, videoMillis: 4_000 })
+    // Long streams: 2,000 tokens, a few per event, 40 ms apart (about 20 s).
+    longSim = await startSimulator({ faults: { chunkDelayMs: 40 }, replyTokens: 2_000 })
     database = await createPostgresDatabase(baseUrl as string)
     dir = mkdtempSync(join(tmpdir(), "tollgate-kill-"))
     const configPath = join(dir, "tollgate.yaml")
@@ -128,7 +53,9 @@ describe.skipIf(baseUrl === undefined || baseUrl === "")("kill -9 of the gateway
 upstreams:
   sim-openai: { protocol: openai, baseUrl: "${sim.baseUrl}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   sim-ark: { protocol: ark, baseUrl: "${sim.baseUrl}/api/v3", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+  long: { protocol: openai, baseUrl: "${longSim.baseUrl}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
 models:
+  - { id: sim-long, plugin: text, upstreams: [long], upstreamModel: sim-openai, pricing: { input: "1.00", output: "10.00" }, maxOutputTokens: 4000 }
   - { id: sim-openai, plugin: text, upstreams: [sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: ${VIDEO}, plugin: video, upstreams: [sim-ark], upstreamModel: seedance-2-0-fast, pricing: { output: "1.40" } }
 ledger: { holdTtlSeconds: 2 }
@@ -150,6 +77,7 @@ video: { pollIntervalMs: 200, deadlineMinutes: 30, retentionDays: 7 }
       await killHard(gateway)
     }
     await sim?.close()
+    await longSim?.close()
     await database?.drop()
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
   })
@@ -182,24 +110,65 @@ video: { pollIntervalMs: 200, deadlineMinutes: 30, retentionDays: 7 }
     for (const reader of readers) await reader?.read().catch(() => undefined)
 
     gateway = await startGateway(env, port)
-    // The dead process's holds expire after 2 s; the ledger's sweep (every 15 s) releases them.
-    let balance = await admin(gateway, "GET", `/admin/accounts/${account.body.id}`)
-    for (let i = 0; i < 400 && balance.body.balance.held !== "0.000000"; i++) {
-      await sleep(100)
-      balance = await admin(gateway, "GET", `/admin/accounts/${account.body.id}`)
-    }
-    assert.strictEqual(balance.body.balance.held, "0.000000")
+    // The dead process's holds expire after 2 s (their leases soon after); the sweep (every 15 s) resolves them.
+    const balance = await untilNothingHeld(gateway, account.body.id)
+    assert.strictEqual(balance.held, "0.000000")
     const entries = await ledgerOf(gateway, account.body.id)
     assert.strictEqual(assertEachHoldResolvedOnce(entries), 64)
-    const expired = entries.filter((e) => e.type === "RefundIssued").length
-    const settled = entries.filter((e) => e.type === "UsageRecalculated").length
-    assert.strictEqual(expired + settled, 64)
-    // Nothing captured for a request that never finished; the deposit is intact but for what was settled.
-    assert.strictEqual(balance.body.balance.deposited, "50.000000")
+    // A stream that had delivered output when its lease last recorded it is settled at that; the others cost nothing.
+    const settled = entries.filter((e) => e.type === "UsageRecalculated")
+    const captured = settled.reduce((sum, e) => sum + Math.round(Number(e.amount) * 1e6), 0)
+    assert.strictEqual(Math.round(Number(balance.captured) * 1e6), captured)
+    assert.strictEqual(balance.deposited, "50.000000")
     const replay = await admin(gateway, "POST", "/admin/replay")
     assert.isTrue(replay.body.ok, JSON.stringify(replay.body.mismatches))
     const audit = await admin(gateway, "POST", "/admin/audit/verify")
     assert.isTrue(audit.body.ok, JSON.stringify(audit.body.firstBroken))
+    await killHard(gateway)
+  })
+
+  it("long streams: what each delivered before the kill is billed after restart, but for its last lease renewals", {
+    timeout: 180_000
+  }, async () => {
+    gateway = await startGateway(env, port)
+    const account = await admin(gateway, "POST", "/admin/accounts", { name: "kill-long-streams" })
+    await admin(gateway, "POST", `/admin/accounts/${account.body.id}/deposits`, { amount: "50", reference: "l-1" })
+    const key = (await admin(gateway, "POST", `/admin/accounts/${account.body.id}/keys`, { name: "l" })).body.key
+    const live = gateway
+    const delivered = new Map<string, string>()
+    const began = Date.now()
+    const readers = Array.from({ length: 8 }, () => recordStream(live.url, key, "sim-long", delivered))
+    await sleep(4_000)
+    await killHard(gateway)
+    const seconds = (Date.now() - began) / 1000
+    await Promise.all(readers)
+
+    gateway = await startGateway(env, port)
+    const balance = await untilNothingHeld(gateway, account.body.id)
+    assert.strictEqual(balance.held, "0.000000")
+    const rows = (await runPostgres(
+      database.url,
+      `SELECT h.request_id, h.status, (e.data->'usage'->>'outputTokens')::int AS billed, e.data->'usage' AS usage
+       FROM holds h LEFT JOIN events e ON e.event_type = 'UsageRecalculated' AND e.data->>'holdId' = h.hold_id::text
+       WHERE h.model = 'sim-long'`
+    )) as unknown as ReadonlyArray<{ request_id: string; status: string; billed: number | null; usage: unknown }>
+    assert.strictEqual(rows.length, 8)
+    // This config renews leases every 250 ms (an eighth of its 2 s hold TTL): a stream's last recorded progress is
+    // at most two renewals old when the process dies. Allow three, and the events in flight on the socket.
+    const renewal = 0.25
+    for (const row of rows) {
+      const tokens = countText(delivered.get(row.request_id) ?? "")
+      const rate = tokens / seconds
+      assert.isAbove(tokens, 50, "the stream had delivered something before the kill")
+      assert.strictEqual(row.status, "settled", JSON.stringify(row))
+      assert.isAtLeast(row.billed ?? 0, tokens - Math.ceil(rate * 3 * renewal), JSON.stringify({ tokens, row }))
+      assert.isAtMost(row.billed ?? 0, tokens + Math.ceil(rate * renewal) + 5, JSON.stringify({ tokens, row }))
+      assert.deepInclude(row.usage as object, { estimated: true, recovered: true })
+    }
+    const entries = await ledgerOf(gateway, account.body.id)
+    assert.strictEqual(assertEachHoldResolvedOnce(entries), 8)
+    const replay = await admin(gateway, "POST", "/admin/replay")
+    assert.isTrue(replay.body.ok, JSON.stringify(replay.body.mismatches))
     await killHard(gateway)
   })
 
@@ -252,12 +221,7 @@ video: { pollIntervalMs: 200, deadlineMinutes: 30, retentionDays: 7 }
         [...statuses.values()],
         ids.map(() => "completed")
       )
-      let balance = await admin(second, "GET", `/admin/accounts/${account.body.id}`)
-      for (let i = 0; i < 400 && balance.body.balance.held !== "0.000000"; i++) {
-        await sleep(100)
-        balance = await admin(second, "GET", `/admin/accounts/${account.body.id}`)
-      }
-      assert.strictEqual(balance.body.balance.held, "0.000000")
+      assert.strictEqual((await untilNothingHeld(second, account.body.id)).held, "0.000000")
       const entries = await ledgerOf(second, account.body.id)
       assertEachHoldResolvedOnce(entries)
       const videoHolds = entries.filter((e) => e.type === "HoldPlaced" && e.model === VIDEO)

@@ -6,41 +6,11 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Redacted } from "effect"
 import { randomUUID } from "node:crypto"
-import { createServer, type Server, type Socket, connect } from "node:net"
+import { Outage } from "../support/Outage.ts"
 import { runPostgres } from "../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
 
 const baseUrl = process.env.TEST_DATABASE_URL
-
-class Outage {
-  private server: Server | undefined
-  private readonly sockets = new Set<Socket>()
-  constructor(
-    private readonly target: { host: string; port: number },
-    readonly port: number
-  ) {}
-  up(): Promise<void> {
-    const server = createServer((client) => {
-      const upstream = connect(this.target.port, this.target.host)
-      this.sockets.add(client).add(upstream)
-      client.pipe(upstream).pipe(client)
-      const close = () => {
-        client.destroy()
-        upstream.destroy()
-      }
-      client.on("error", close).on("close", close)
-      upstream.on("error", close).on("close", close)
-    })
-    this.server = server
-    return new Promise((resolve) => server.listen(this.port, "127.0.0.1", () => resolve()))
-  }
-  down(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy()
-    this.sockets.clear()
-    const server = this.server
-    return new Promise((resolve) => (server === undefined ? resolve() : server.close(() => resolve())))
-  }
-}
 
 describe.skipIf(baseUrl === undefined)("database outage (real Postgres)", () => {
   const database = `tollgate_t_${randomUUID().replaceAll("-", "").slice(0, 16)}`
