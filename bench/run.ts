@@ -1,5 +1,6 @@
 /** `npm run bench -- <suite> [options]`: dispatches to a benchmark suite in bench/. */
 const suites: Record<string, string> = { ledger: "./ledger.ts", latency: "./latency.ts", replay: "./replay.ts" }
+suites.faults = "./faults.ts" // issue 15: poisoned batches and kill -9 (money under faults)
 suites.suite = "./suite/main.ts" // issue 10: floor vs gateway on Postgres and embedded (bench/README.md)
 const suite = process.argv[2] ?? "ledger"
 const module = suites[suite]
