@@ -163,6 +163,27 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
         "Ledger batches decided again after colliding with another writer (heads locked) or another instance",
         (s) => s.lockedRetries + s.conflictRetries
       )
+      writer(
+        "tollgate_ledger_batch_isolations_total",
+        "Ledger batches the database refused that were split so that only the refused commands failed",
+        (s) => s.isolations
+      )
+      new Gauge({
+        name: "tollgate_holds_live",
+        help: "Holds this instance's requests are using right now (their leases are renewed)",
+        registers: [registry],
+        collect() {
+          this.set(ledger.liveStats().liveHolds)
+        }
+      })
+      new Gauge({
+        name: "tollgate_settlements_deferred",
+        help: "Settlements and releases this instance decided and is retrying until the database takes them",
+        registers: [registry],
+        collect() {
+          this.set(ledger.liveStats().pendingResolutions)
+        }
+      })
       const sink: MetricsSink = {
         observe: ({ route, method, status, seconds, telemetry }) => {
           // A model the catalog does not have is one label, `unknown`: a client must not grow the label set.

@@ -114,6 +114,10 @@ describe("GET /metrics", () => {
     assert.isAtLeast(batches, 1)
     assert.isAtMost(batches, commands)
     assert.strictEqual(sample(text, "tollgate_ledger_batch_retries_total"), 0)
+    assert.strictEqual(sample(text, "tollgate_ledger_batch_isolations_total"), 0)
+    // The chat settled (nothing live), the video's hold has no expiry (its worker governs it), nothing is deferred.
+    assert.strictEqual(sample(text, "tollgate_holds_live"), 0)
+    assert.strictEqual(sample(text, "tollgate_settlements_deferred"), 0)
     assert.isDefined(sample(text, "tollgate_process_resident_memory_bytes"))
     // A scrape is not an API request: it is not counted.
     assert.isUndefined(sample(text, "tollgate_http_requests_total", { route: "/metrics" }))
