@@ -208,7 +208,7 @@ const speechRequest = (fields: Fields) =>
 
 const speech = Effect.gen(function* () {
   const key = yield* authenticate("openai")
-  const body = yield* readJson(yield* HttpServerRequest.HttpServerRequest, yield* HttpSettings)
+  const body = yield* readJson(yield* HttpServerRequest.HttpServerRequest, yield* HttpSettings, "forwarded")
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return yield* badRequest("the request body must be a JSON object")
   }

@@ -28,7 +28,7 @@ const respondWith = (result: ChatResult) =>
 const objectBody = (dialect: Dialect) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const body = yield* readJson(request, yield* HttpSettings)
+    const body = yield* readJson(request, yield* HttpSettings, "forwarded")
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       return yield* badRequest("the request body must be a JSON object")
     }

@@ -1,22 +1,14 @@
 /**
  * Reads and decodes request bodies: a size limit enforced before and while reading (413), JSON syntax errors and
- * schema failures as 400s that name the offending field (`models[3].pricing.input: expected a decimal string`).
+ * schema failures as 400s that name the offending field (`models[3].pricing.input: expected a decimal string`), and
+ * the limits of InputLimits.ts (nesting depth; storable text) checked in the same pass for every JSON body.
  */
 import { Effect, Result, Schema, SchemaIssue } from "effect"
 import { HttpIncomingMessage, type HttpServerRequest } from "effect/http"
 import { type ApiError, apiError, badRequest } from "./ApiError.ts"
 import { noteModel } from "../app/RequestTelemetry.ts"
-
-export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>(
-    (text, segment) =>
-      typeof segment === "number"
-        ? `${text}[${segment}]`
-        : text === ""
-          ? String(segment)
-          : `${text}.${String(segment)}`,
-    ""
-  )
+import { storableTextProblem } from "../domain/StorableText.ts"
+import { checkJson, formatPath } from "./InputLimits.ts"
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -76,8 +68,18 @@ export const readBytes = (request: HttpServerRequest.HttpServerRequest, limits: 
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
-/** Parses a JSON body: the content type must be JSON when given, the text valid UTF-8 and valid JSON. */
-export const readJson = (request: HttpServerRequest.HttpServerRequest, limits: BodyLimits) =>
+/**
+ * What a JSON body's text is used for. `stored` (the default, so a new endpoint is safe): every string and key may
+ * reach storage and must be storable. `forwarded`: the content only travels upstream (prompts, where a NUL is valid),
+ * so only the nesting depth and the `model` field are checked.
+ */
+export type BodyText = "stored" | "forwarded"
+
+/**
+ * Parses a JSON body: the content type must be JSON when given, the text valid UTF-8 and valid JSON, nested at most
+ * `MAX_JSON_DEPTH` levels, and its text storable unless `text` is `forwarded`.
+ */
+export const readJson = (request: HttpServerRequest.HttpServerRequest, limits: BodyLimits, text: BodyText = "stored") =>
   Effect.gen(function* () {
     const contentType = request.headers["content-type"]
     if (contentType !== undefined && !/json/i.test(contentType)) {
@@ -87,16 +89,36 @@ export const readJson = (request: HttpServerRequest.HttpServerRequest, limits: B
     }
     const bytes = yield* readBytes(request, limits)
     if (bytes.length === 0) return yield* badRequest("the request body is empty; expected a JSON object")
-    const text = yield* Effect.try({
+    const decoded = yield* Effect.try({
       try: () => utf8.decode(bytes),
       catch: () => badRequest("the request body is not valid UTF-8")
     })
     const body = yield* Effect.try({
-      try: (): unknown => JSON.parse(text),
+      try: (): unknown => JSON.parse(decoded),
       catch: (error) => badRequest(`the request body is not valid JSON: ${(error as Error).message}`)
     })
-    if (typeof body === "object" && body !== null) yield* noteModel((body as { model?: unknown }).model)
+    yield* checkJson(body, { storable: text === "stored" })
+    if (typeof body === "object" && body !== null) {
+      const model = (body as { model?: unknown }).model
+      // The model name is the one field of a forwarded body that is looked up and recorded (usage, metrics).
+      const problem = typeof model === "string" ? storableTextProblem(model) : undefined
+      if (problem !== undefined) return yield* badRequest(`model: ${problem}`, "model", "invalid_text")
+      yield* noteModel(model)
+    }
     return body
+  })
+
+/**
+ * A JSON value sent as text inside a field (the `metadata` a multipart client sends as a string): parsed and held to
+ * the same limits as a body, problems named under `path`. Text that is not JSON is left as it is, for the field's own
+ * validator to refuse in its words.
+ */
+export const parseJsonField = (text: string, path: ReadonlyArray<PropertyKey>, bodyText: BodyText = "stored") =>
+  Effect.gen(function* () {
+    const parsed = Result.try((): unknown => JSON.parse(text))
+    if (Result.isFailure(parsed)) return text as unknown
+    yield* checkJson(parsed.success, { storable: bodyText === "stored", prefix: path })
+    return parsed.success
   })
 
 /** Parses a multipart body already read within its limit (the Fetch API's parser, as the official SDKs send it). */

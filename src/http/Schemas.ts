@@ -1,7 +1,7 @@
 /** Schemas shared by the public and admin APIs. */
 import { Schema } from "effect"
 import { parseDecimal } from "../domain/Money.ts"
-import { isStorableText } from "../domain/StorableText.ts"
+import { storableTextProblem } from "../domain/StorableText.ts"
 
 const decimalProblem = (text: string): string | undefined => {
   if (parseDecimal(text) !== undefined) return undefined
@@ -25,9 +25,7 @@ export const Name = Schema.String.annotate({ message: "expected a string" }).che
       ? "must not be empty"
       : text.length > 200
         ? "must be at most 200 characters"
-        : !isStorableText(text)
-          ? "must be valid text: no NUL characters or unpaired surrogates"
-          : undefined
+        : storableTextProblem(text)
   )
 )
 
