@@ -14,6 +14,7 @@ import { parseBound, Statements } from "../../app/Statements.ts"
 import { formatMicros, parseDecimal } from "../../domain/Money.ts"
 import { apiError, badRequest, notFound } from "../ApiError.ts"
 import { throttled } from "../AuthThrottle.ts"
+import { checkRequestParameters } from "../InputLimits.ts"
 import { readJsonAs } from "../RequestBody.ts"
 import { HttpSettings, json, route } from "../Route.ts"
 import { DecimalAmount, IsoInstant, Name, PositiveDecimalAmount } from "../Schemas.ts"
@@ -38,7 +39,9 @@ const checkAdminToken = Effect.gen(function* () {
 // A wrong admin token counts towards the caller's failed-authentication throttle, like a wrong API key.
 export const requireAdmin = throttled(checkAdminToken)
 
-export const admin = <A, E, R>(handler: Effect.Effect<A, E, R>) => Effect.andThen(requireAdmin, handler)
+/** An admin handler: the admin token first, then the request's parameters (InputLimits.ts), then the handler. */
+export const admin = <A, E, R>(handler: Effect.Effect<A, E, R>) =>
+  Effect.andThen(requireAdmin, Effect.andThen(checkRequestParameters, handler))
 
 export const balanceView = (a: Pick<AccountView, "deposited" | "captured" | "held">) => ({
   deposited: formatMicros(a.deposited),
