@@ -1,5 +1,6 @@
 /** Schemas shared by the public and admin APIs. */
 import { Schema } from "effect"
+import { parseInstant } from "../domain/Instants.ts"
 import { parseDecimal } from "../domain/Money.ts"
 import { storableTextProblem } from "../domain/StorableText.ts"
 
@@ -29,11 +30,11 @@ export const Name = Schema.String.annotate({ message: "expected a string" }).che
   )
 )
 
-/** An ISO 8601 instant with a time zone ("2026-12-31T23:59:59Z"). */
+/** An ISO 8601 instant with a time zone ("2026-12-31T23:59:59Z"), on the calendar, in years 1 to 9999. */
 export const IsoInstant = Schema.String.annotate({ message: "expected an ISO 8601 instant" }).check(
   Schema.makeFilter((text: string) =>
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text) && !Number.isNaN(Date.parse(text))
+    parseInstant(text) !== undefined
       ? undefined
-      : 'expected an ISO 8601 instant such as "2026-12-31T23:59:59Z"'
+      : 'expected an ISO 8601 instant with a zone, such as "2026-12-31T23:59:59Z", on a day that exists'
   )
 )
