@@ -1,13 +1,15 @@
 /** Schemas shared by the public and admin APIs. */
 import { Schema } from "effect"
 import { parseInstant } from "../domain/Instants.ts"
-import { parseDecimal } from "../domain/Money.ts"
+import { formatMicros, MAX_MICROS, parseDecimal } from "../domain/Money.ts"
 import { storableTextProblem } from "../domain/StorableText.ts"
 
 const decimalProblem = (text: string): string | undefined => {
   if (parseDecimal(text) !== undefined) return undefined
   if (/^-/.test(text.trim())) return "must not be negative"
   if (/^\d+\.\d{7,}$/.test(text)) return "has more than 6 decimal places"
+  if (/^\d+(\.\d{1,6})?$/.test(text))
+    return `must be at most ${formatMicros(MAX_MICROS)}, the largest balance the ledger holds`
   return 'expected a decimal string such as "12.50"'
 }
 
@@ -36,5 +38,15 @@ export const IsoInstant = Schema.String.annotate({ message: "expected an ISO 860
     parseInstant(text) !== undefined
       ? undefined
       : 'expected an ISO 8601 instant with a zone, such as "2026-12-31T23:59:59Z", on a day that exists'
+  )
+)
+
+/** The most model ids one key may be limited to. */
+export const MAX_KEY_MODELS = 256
+
+/** A key's model allow-list: names, at most `MAX_KEY_MODELS` of them. */
+export const ModelList = Schema.Array(Name).check(
+  Schema.makeFilter((models: ReadonlyArray<string>) =>
+    models.length > MAX_KEY_MODELS ? `at most ${MAX_KEY_MODELS} models, got ${models.length}` : undefined
   )
 )

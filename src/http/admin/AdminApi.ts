@@ -11,13 +11,13 @@ import type { StoredEvent } from "../../app/EventStore.ts"
 import { Keys, type KeyView } from "../../app/Keys.ts"
 import { Ledger } from "../../app/Ledger.ts"
 import { parseBound, Statements } from "../../app/Statements.ts"
-import { formatMicros, parseDecimal } from "../../domain/Money.ts"
+import { formatMicros, MAX_MICROS, parseDecimal } from "../../domain/Money.ts"
 import { apiError, badRequest, notFound } from "../ApiError.ts"
 import { throttled } from "../AuthThrottle.ts"
 import { checkRequestParameters } from "../InputLimits.ts"
 import { readJsonAs } from "../RequestBody.ts"
 import { HttpSettings, json, route } from "../Route.ts"
-import { DecimalAmount, IsoInstant, Name, PositiveDecimalAmount } from "../Schemas.ts"
+import { DecimalAmount, IsoInstant, ModelList, Name, PositiveDecimalAmount } from "../Schemas.ts"
 
 export class AdminToken extends Context.Service<AdminToken, Redacted.Redacted<string>>()("tollgate/http/AdminToken") {}
 
@@ -95,7 +95,7 @@ const RateLimitFigure = Schema.Number.annotate({ message: "expected a positive i
 
 const CreateKey = Schema.Struct({
   name: Name,
-  models: Schema.optional(Schema.NullOr(Schema.Array(Name))),
+  models: Schema.optional(Schema.NullOr(ModelList)),
   expiresAt: Schema.optional(Schema.NullOr(IsoInstant)),
   spendLimit: Schema.optional(Schema.NullOr(DecimalAmount)),
   rateLimits: Schema.optional(
@@ -184,7 +184,15 @@ export const layer = Layer.mergeAll(
         const body = yield* readJsonAs(request, settings, Deposit)
         const amount = parseDecimal(body.amount) as bigint
         const accounts = yield* Accounts
-        yield* accounts.get(accountId)
+        const before = yield* accounts.get(accountId)
+        // The deposited total is a 64-bit column: a deposit that would overflow it is refused here, before the ledger.
+        if (before.deposited + amount > MAX_MICROS) {
+          return yield* badRequest(
+            `amount: the account's deposits would total more than ${formatMicros(MAX_MICROS)}, the largest balance the ledger holds (deposited so far: ${formatMicros(before.deposited)})`,
+            "amount",
+            "amount_too_large"
+          )
+        }
         const result = yield* (yield* Ledger).deposit(accountId, amount, body.reference)
         const account = yield* accounts.get(accountId)
         return json(
