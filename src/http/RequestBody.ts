@@ -142,9 +142,45 @@ export const readJsonAs = <S extends Schema.Top>(
 const isCount = (value: unknown, min: number): boolean =>
   typeof value === "number" && Number.isSafeInteger(value) && value >= min
 
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const kindOf = (value: unknown): string =>
+  value === null
+    ? "null"
+    : Array.isArray(value)
+      ? "an array"
+      : typeof value === "object"
+        ? "an object"
+        : `a ${typeof value}`
+
+/**
+ * A flag must be a boolean (null too where the vendor's schema allows it, meaning "not given"): a flag read as
+ * `=== true` would otherwise take `"yes"` for false and quietly answer something the client did not ask for.
+ */
+const flagProblem = (value: unknown, path: string, nullable: boolean): ApiError | undefined =>
+  value === undefined || typeof value === "boolean" || (nullable && value === null)
+    ? undefined
+    : badRequest(`${path}: expected a boolean (true or false), got ${kindOf(value)}`, path)
+
+/** The top-level flags of a chat request the gateway reads itself; nested ones are checked by the converters. */
+const chatFlagProblem = (dialect: "openai" | "anthropic" | "google", body: Record<string, unknown>) => {
+  if (dialect === "google") return undefined
+  const nullable = dialect === "openai"
+  const stream = flagProblem(body.stream, "stream", nullable)
+  if (stream !== undefined || dialect === "anthropic") return stream
+  const parallel = flagProblem(body.parallel_tool_calls, "parallel_tool_calls", true)
+  if (parallel !== undefined) return parallel
+  const options = body.stream_options
+  if (options === undefined || options === null) return undefined
+  if (!isRecord(options)) return badRequest("stream_options: expected an object", "stream_options")
+  return flagProblem(options.include_usage, "stream_options.include_usage", true)
+}
+
 /**
  * The shape checks the chat converters rely on but do not make: a wrong type here would otherwise reach the
- * tokenizer or the BigInt pricing and surface as a 500. Everything else is left to the protocol converters.
+ * tokenizer or the BigInt pricing and surface as a 500, or a flag would be misread. Everything else is left to the
+ * protocol converters.
  */
 export const chatShapeProblem = (
   dialect: "openai" | "anthropic" | "google",
@@ -152,6 +188,8 @@ export const chatShapeProblem = (
 ): ApiError | undefined => {
   const list = dialect === "google" ? "contents" : "messages"
   if (body[list] !== undefined && !Array.isArray(body[list])) return badRequest(`${list}: expected an array`, list)
+  const flag = chatFlagProblem(dialect, body)
+  if (flag !== undefined) return flag
   const counts =
     dialect === "google" ? [] : dialect === "anthropic" ? ["max_tokens"] : ["max_tokens", "max_completion_tokens", "n"]
   for (const field of counts) {

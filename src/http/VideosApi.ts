@@ -164,7 +164,7 @@ export const listFor = (accountId: string) =>
     const request = yield* HttpServerRequest.HttpServerRequest
     const query = new URL(request.url, "http://x").searchParams
     const limitText = query.get("limit")
-    const limit = limitText === null ? 20 : Number(limitText)
+    const limit = limitText === null ? 20 : /^\d{1,3}$/.test(limitText) ? Number(limitText) : Number.NaN
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       return yield* badRequest(`limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`, "limit")
     }

@@ -3,7 +3,7 @@
  * Money is rendered as decimal strings ("12.500000").
  */
 import { rateLimitProblem } from "../../domain/keys/RateLimits.ts"
-import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Accounts, type AccountView } from "../../app/Accounts.ts"
@@ -217,10 +217,15 @@ export const layer = Layer.mergeAll(
         const settings = yield* HttpSettings
         const accountId = yield* pathParam("id")
         const body = yield* readJsonAs(request, settings, CreateKey)
+        // A key born expired is a typo: refused, as the CLI does.
+        const expiresAt = body.expiresAt == null ? null : Date.parse(body.expiresAt)
+        if (expiresAt !== null && expiresAt <= (yield* Clock.currentTimeMillis)) {
+          return yield* badRequest("expiresAt: must be in the future", "expiresAt", "invalid_value")
+        }
         const created = yield* (yield* Keys).create(accountId, {
           name: body.name.trim(),
           models: body.models ?? null,
-          expiresAt: body.expiresAt == null ? null : new Date(body.expiresAt).toISOString(),
+          expiresAt: expiresAt === null ? null : new Date(expiresAt).toISOString(),
           spendLimit: body.spendLimit == null ? null : (parseDecimal(body.spendLimit) as bigint),
           rateLimits: {
             rpm: body.rateLimits?.rpm ?? null,
