@@ -51,7 +51,7 @@ import { GuardedFetcher, type GuardedFetcherOptions } from "./adapters/fetch/Gua
 import * as DefaultCatalog from "./plugins/DefaultCatalog.ts"
 import * as PluginRegistry from "./plugins/PluginRegistry.ts"
 import * as PublicApi from "./http/PublicApi.ts"
-import { HttpSettings } from "./http/Route.ts"
+import { HttpSettings, unroutableLayer } from "./http/Route.ts"
 import { AuthThrottle, type AuthThrottleOptions, defaultAuthThrottleOptions } from "./http/AuthThrottle.ts"
 
 export interface AppOptions {
@@ -175,7 +175,8 @@ export const routesLayer = Layer.mergeAll(
   VideosApi.layer,
   ConsoleApp.layer,
   PublicApi.layer,
-  HttpRouter.add("GET", "/metrics", scrape)
+  HttpRouter.add("GET", "/metrics", scrape),
+  unroutableLayer
 )
 
 /** The HTTP server on `host:port` (port 0 = ephemeral) serving every route over `services`. */

@@ -10,6 +10,7 @@
  * opening + Σ delta = closing holds for every range.
  */
 import { Context, type Effect, Stream } from "effect"
+import { parseInstant } from "../domain/Instants.ts"
 import { type Micros, parseDecimal } from "../domain/Money.ts"
 import type { LedgerEvent } from "../domain/ledger/LedgerEvent.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
@@ -20,15 +21,12 @@ export type Bound =
   | { readonly _tag: "Position"; readonly position: bigint }
   | { readonly _tag: "Instant"; readonly at: string }
 
-const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/
-
 /** Parses `from`, `to` or `asOf`: all digits → a global position, else an ISO 8601 instant; undefined otherwise. */
 export const parseBound = (text: string): Bound | undefined => {
   if (/^\d{1,18}$/.test(text)) return { _tag: "Position", position: BigInt(text) }
-  if (!INSTANT.test(text)) return undefined
-  const millis = Date.parse(text)
+  const millis = parseInstant(text)
   // Parsing a given instant, not reading the clock.
-  return Number.isNaN(millis) ? undefined : { _tag: "Instant", at: new Date(millis).toISOString() }
+  return millis === undefined ? undefined : { _tag: "Instant", at: new Date(millis).toISOString() }
 }
 
 /** The bound as the answer echoes it: a position as a number, an instant as its normalized ISO string. */

@@ -19,7 +19,7 @@ import {
 } from "../plugins/ModelPlugin.ts"
 import { type ApiError, apiError, badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
-import { type Fields, optionalNumber, optionalString } from "./FormFields.ts"
+import { type Fields, optionalFlag, optionalNumber, optionalString } from "./FormFields.ts"
 import { parseFormData, readBytes, readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
 
@@ -112,7 +112,7 @@ const transcriptionRequest = (upload: Upload) =>
   Effect.gen(function* () {
     const { fields } = upload
     const model = yield* requiredModel(fields)
-    if (fields.stream === "true") {
+    if ((yield* optionalFlag(fields, "stream")) === true) {
       return yield* badRequest("stream: streamed transcription is not supported; omit `stream`", "stream")
     }
     const responseFormat: TranscriptionFormat = yield* oneOf(fields, "response_format", TRANSCRIPTION_FORMATS, "json")
@@ -208,7 +208,7 @@ const speechRequest = (fields: Fields) =>
 
 const speech = Effect.gen(function* () {
   const key = yield* authenticate("openai")
-  const body = yield* readJson(yield* HttpServerRequest.HttpServerRequest, yield* HttpSettings)
+  const body = yield* readJson(yield* HttpServerRequest.HttpServerRequest, yield* HttpSettings, "forwarded")
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return yield* badRequest("the request body must be a JSON object")
   }

@@ -28,7 +28,7 @@ const respondWith = (result: ChatResult) =>
 const objectBody = (dialect: Dialect) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const body = yield* readJson(request, yield* HttpSettings)
+    const body = yield* readJson(request, yield* HttpSettings, "forwarded")
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       return yield* badRequest("the request body must be a JSON object")
     }
@@ -67,14 +67,18 @@ const gemini = Effect.gen(function* () {
   const url = new URL(request.url, "http://x")
   const match = GEMINI_PATH.exec(url.pathname)
   if (match === null) return yield* notFound(`unknown path ${url.pathname}`, "unknown_path")
-  yield* noteModel(decodeURIComponent(match[1]))
+  const pathModel = yield* Effect.try({
+    try: () => decodeURIComponent(match[1]),
+    catch: () => badRequest("the model in the path is not valid percent-encoded UTF-8", "model")
+  })
+  yield* noteModel(pathModel)
   const key = yield* authenticate("google")
   const body = yield* objectBody("google")
   const stream = match[2] === "streamGenerateContent"
   const input: ChatInput = {
     dialect: "gemini",
     body,
-    pathModel: decodeURIComponent(match[1]),
+    pathModel,
     pathStream: stream,
     key,
     requestId: yield* RequestId

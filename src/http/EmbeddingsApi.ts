@@ -100,7 +100,7 @@ const readRequest = (fields: Fields) =>
 // The key is checked before the body is read, so an anonymous client cannot make the gateway parse megabytes.
 const embeddings = Effect.gen(function* () {
   const key = yield* authenticate("openai")
-  const body = yield* readJson(yield* HttpServerRequest.HttpServerRequest, yield* HttpSettings)
+  const body = yield* readJson(yield* HttpServerRequest.HttpServerRequest, yield* HttpSettings, "forwarded")
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return yield* badRequest("the request body must be a JSON object")
   }

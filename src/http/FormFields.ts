@@ -15,6 +15,15 @@ export const optionalString = (fields: Fields, name: string): Effect.Effect<stri
   return typeof value === "string" ? Effect.succeed(value) : Effect.fail(badRequest(`${name}: expected a string`, name))
 }
 
+/** A boolean, or its multipart form `"true"`/`"false"`; anything else is refused rather than read as false. */
+export const optionalFlag = (fields: Fields, name: string): Effect.Effect<boolean | undefined, ApiError> => {
+  const value = fields[name]
+  if (isAbsent(value)) return Effect.succeed(undefined)
+  if (value === true || value === "true") return Effect.succeed(true)
+  if (value === false || value === "false") return Effect.succeed(false)
+  return Effect.fail(badRequest(`${name}: expected a boolean (true or false)`, name))
+}
+
 const optionalNumeric =
   (integer: boolean) =>
   (fields: Fields, name: string, min: number, max: number): Effect.Effect<number | undefined, ApiError> => {

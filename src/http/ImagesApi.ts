@@ -10,7 +10,7 @@ import type { AuthenticatedKey } from "../app/Keys.ts"
 import type { ImageInput, ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
 import { type ApiError, badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
-import { type Fields, optionalInteger, optionalString } from "./FormFields.ts"
+import { type Fields, optionalFlag, optionalInteger, optionalString } from "./FormFields.ts"
 import { parseFormData, readBytes, readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
 
@@ -43,7 +43,8 @@ const readOptions = (fields: Fields, images: ReadonlyArray<ImageInput>, mask: Im
     }
     const model = yield* optionalString(fields, "model")
     if (model === undefined) return yield* badRequest("model: is required", "model")
-    if (fields.stream === true || fields.stream === "true") {
+    const stream = yield* optionalFlag(fields, "stream")
+    if (stream === true) {
       return yield* badRequest("stream: streaming image generation is not supported; omit `stream`", "stream")
     }
     const responseFormat = yield* optionalString(fields, "response_format")
@@ -76,7 +77,7 @@ const readOptions = (fields: Fields, images: ReadonlyArray<ImageInput>, mask: Im
 
 const objectBody = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
-  const body = yield* readJson(request, yield* HttpSettings)
+  const body = yield* readJson(request, yield* HttpSettings, "forwarded")
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return yield* badRequest("the request body must be a JSON object")
   }

@@ -36,7 +36,8 @@ const oneModel = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const anthropic = request.headers["anthropic-version"] !== undefined
   yield* authenticate(anthropic ? "anthropic" : "openai")
-  const id = decodeURIComponent((yield* HttpRouter.params).id ?? "")
+  // The router has decoded the parameter already: decoding it again would throw on an id such as `%ff` (sent `%25ff`).
+  const id = (yield* HttpRouter.params).id ?? ""
   const model = (yield* ModelCatalog).models.find((m) => m.id === id)
   if (model === undefined) {
     return yield* notFound(`The model \`${id}\` does not exist or you do not have access to it.`, "model_not_found")

@@ -1,22 +1,14 @@
 /**
  * Reads and decodes request bodies: a size limit enforced before and while reading (413), JSON syntax errors and
- * schema failures as 400s that name the offending field (`models[3].pricing.input: expected a decimal string`).
+ * schema failures as 400s that name the offending field (`models[3].pricing.input: expected a decimal string`), and
+ * the limits of InputLimits.ts (nesting depth; storable text) checked in the same pass for every JSON body.
  */
 import { Effect, Result, Schema, SchemaIssue } from "effect"
 import { HttpIncomingMessage, type HttpServerRequest } from "effect/http"
 import { type ApiError, apiError, badRequest } from "./ApiError.ts"
 import { noteModel } from "../app/RequestTelemetry.ts"
-
-export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>(
-    (text, segment) =>
-      typeof segment === "number"
-        ? `${text}[${segment}]`
-        : text === ""
-          ? String(segment)
-          : `${text}.${String(segment)}`,
-    ""
-  )
+import { storableTextProblem } from "../domain/StorableText.ts"
+import { checkJson, formatPath } from "./InputLimits.ts"
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -76,8 +68,18 @@ export const readBytes = (request: HttpServerRequest.HttpServerRequest, limits: 
 
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
-/** Parses a JSON body: the content type must be JSON when given, the text valid UTF-8 and valid JSON. */
-export const readJson = (request: HttpServerRequest.HttpServerRequest, limits: BodyLimits) =>
+/**
+ * What a JSON body's text is used for. `stored` (the default, so a new endpoint is safe): every string and key may
+ * reach storage and must be storable. `forwarded`: the content only travels upstream (prompts, where a NUL is valid),
+ * so only the nesting depth and the `model` field are checked.
+ */
+export type BodyText = "stored" | "forwarded"
+
+/**
+ * Parses a JSON body: the content type must be JSON when given, the text valid UTF-8 and valid JSON, nested at most
+ * `MAX_JSON_DEPTH` levels, and its text storable unless `text` is `forwarded`.
+ */
+export const readJson = (request: HttpServerRequest.HttpServerRequest, limits: BodyLimits, text: BodyText = "stored") =>
   Effect.gen(function* () {
     const contentType = request.headers["content-type"]
     if (contentType !== undefined && !/json/i.test(contentType)) {
@@ -87,16 +89,36 @@ export const readJson = (request: HttpServerRequest.HttpServerRequest, limits: B
     }
     const bytes = yield* readBytes(request, limits)
     if (bytes.length === 0) return yield* badRequest("the request body is empty; expected a JSON object")
-    const text = yield* Effect.try({
+    const decoded = yield* Effect.try({
       try: () => utf8.decode(bytes),
       catch: () => badRequest("the request body is not valid UTF-8")
     })
     const body = yield* Effect.try({
-      try: (): unknown => JSON.parse(text),
+      try: (): unknown => JSON.parse(decoded),
       catch: (error) => badRequest(`the request body is not valid JSON: ${(error as Error).message}`)
     })
-    if (typeof body === "object" && body !== null) yield* noteModel((body as { model?: unknown }).model)
+    yield* checkJson(body, { storable: text === "stored" })
+    if (typeof body === "object" && body !== null) {
+      const model = (body as { model?: unknown }).model
+      // The model name is the one field of a forwarded body that is looked up and recorded (usage, metrics).
+      const problem = typeof model === "string" ? storableTextProblem(model) : undefined
+      if (problem !== undefined) return yield* badRequest(`model: ${problem}`, "model", "invalid_text")
+      yield* noteModel(model)
+    }
     return body
+  })
+
+/**
+ * A JSON value sent as text inside a field (the `metadata` a multipart client sends as a string): parsed and held to
+ * the same limits as a body, problems named under `path`. Text that is not JSON is left as it is, for the field's own
+ * validator to refuse in its words.
+ */
+export const parseJsonField = (text: string, path: ReadonlyArray<PropertyKey>, bodyText: BodyText = "stored") =>
+  Effect.gen(function* () {
+    const parsed = Result.try((): unknown => JSON.parse(text))
+    if (Result.isFailure(parsed)) return text as unknown
+    yield* checkJson(parsed.success, { storable: bodyText === "stored", prefix: path })
+    return parsed.success
   })
 
 /** Parses a multipart body already read within its limit (the Fetch API's parser, as the official SDKs send it). */
@@ -120,9 +142,45 @@ export const readJsonAs = <S extends Schema.Top>(
 const isCount = (value: unknown, min: number): boolean =>
   typeof value === "number" && Number.isSafeInteger(value) && value >= min
 
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const kindOf = (value: unknown): string =>
+  value === null
+    ? "null"
+    : Array.isArray(value)
+      ? "an array"
+      : typeof value === "object"
+        ? "an object"
+        : `a ${typeof value}`
+
+/**
+ * A flag must be a boolean (null too where the vendor's schema allows it, meaning "not given"): a flag read as
+ * `=== true` would otherwise take `"yes"` for false and quietly answer something the client did not ask for.
+ */
+const flagProblem = (value: unknown, path: string, nullable: boolean): ApiError | undefined =>
+  value === undefined || typeof value === "boolean" || (nullable && value === null)
+    ? undefined
+    : badRequest(`${path}: expected a boolean (true or false), got ${kindOf(value)}`, path)
+
+/** The top-level flags of a chat request the gateway reads itself; nested ones are checked by the converters. */
+const chatFlagProblem = (dialect: "openai" | "anthropic" | "google", body: Record<string, unknown>) => {
+  if (dialect === "google") return undefined
+  const nullable = dialect === "openai"
+  const stream = flagProblem(body.stream, "stream", nullable)
+  if (stream !== undefined || dialect === "anthropic") return stream
+  const parallel = flagProblem(body.parallel_tool_calls, "parallel_tool_calls", true)
+  if (parallel !== undefined) return parallel
+  const options = body.stream_options
+  if (options === undefined || options === null) return undefined
+  if (!isRecord(options)) return badRequest("stream_options: expected an object", "stream_options")
+  return flagProblem(options.include_usage, "stream_options.include_usage", true)
+}
+
 /**
  * The shape checks the chat converters rely on but do not make: a wrong type here would otherwise reach the
- * tokenizer or the BigInt pricing and surface as a 500. Everything else is left to the protocol converters.
+ * tokenizer or the BigInt pricing and surface as a 500, or a flag would be misread. Everything else is left to the
+ * protocol converters.
  */
 export const chatShapeProblem = (
   dialect: "openai" | "anthropic" | "google",
@@ -130,6 +188,8 @@ export const chatShapeProblem = (
 ): ApiError | undefined => {
   const list = dialect === "google" ? "contents" : "messages"
   if (body[list] !== undefined && !Array.isArray(body[list])) return badRequest(`${list}: expected an array`, list)
+  const flag = chatFlagProblem(dialect, body)
+  if (flag !== undefined) return flag
   const counts =
     dialect === "google" ? [] : dialect === "anthropic" ? ["max_tokens"] : ["max_tokens", "max_completion_tokens", "n"]
   for (const field of counts) {

@@ -8,21 +8,26 @@ import { Accounts } from "../app/Accounts.ts"
 import { Keys } from "../app/Keys.ts"
 import { USAGE_GROUPS, type UsageGroup, type UsageLine, type UsageQuery, UsageReports } from "../app/UsageReports.ts"
 import { isUuid } from "../domain/Ids.ts"
+import { parseDay, parseInstant } from "../domain/Instants.ts"
 import { formatMicros } from "../domain/Money.ts"
 import { badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
 import { admin } from "./admin/AdminApi.ts"
 import { json, route } from "./Route.ts"
 
-const DAY = /^\d{4}-\d{2}-\d{2}$/
-
-/** A day bound from `YYYY-MM-DD` or an ISO 8601 instant (its UTC day). */
+/** A day bound from `YYYY-MM-DD` or an ISO 8601 instant (its UTC day), on the calendar and within years 1–9999. */
 const dayOf = (name: string, value: string | null) => {
   if (value === null || value === "") return Effect.succeed(undefined)
-  if (DAY.test(value) && !Number.isNaN(Date.parse(`${value}T00:00:00Z`))) return Effect.succeed(value)
-  const ms = Date.parse(value)
-  return Number.isNaN(ms) || !/^\d{4}-/.test(value)
-    ? Effect.fail(badRequest(`${name}: expected a date (YYYY-MM-DD) or an ISO 8601 instant, got '${value}'`, name))
+  const day = parseDay(value)
+  if (day !== undefined) return Effect.succeed(day)
+  const ms = parseInstant(value)
+  return ms === undefined
+    ? Effect.fail(
+        badRequest(
+          `${name}: expected a date (YYYY-MM-DD) or an ISO 8601 instant with a zone, between years 1 and 9999, that exists on the calendar, got '${value}'`,
+          name
+        )
+      )
     : Effect.succeed(new Date(ms).toISOString().slice(0, 10))
 }
 

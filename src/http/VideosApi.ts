@@ -10,11 +10,13 @@ import { ContentStore } from "../app/ContentStore.ts"
 import type { VideoTaskRow } from "../adapters/store/PgVideoTasks.ts"
 import { VideoTasks } from "../app/VideoTasks.ts"
 import { formatMicros } from "../domain/Money.ts"
+import { storableTextProblem } from "../domain/StorableText.ts"
 import { validateVideoSubmit } from "../domain/video/VideoSubmit.ts"
 import { pixelSize, sizeKeyOf, type VideoRatio, type VideoResolution } from "../domain/video/VideoSpec.ts"
 import { apiError, badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
-import { parseFormData, readBytes, readJson } from "./RequestBody.ts"
+import { checkJson } from "./InputLimits.ts"
+import { parseFormData, parseJsonField, readBytes, readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
 
 const MAX_IDEMPOTENCY_KEY = 255
@@ -109,17 +111,26 @@ const submit = Effect.gen(function* () {
   const key = yield* authenticate("openai")
   const request = yield* HttpServerRequest.HttpServerRequest
   const contentType = request.headers["content-type"] ?? ""
-  const raw = /^multipart\/form-data/i.test(contentType)
-    ? yield* multipartFields(contentType)
-    : yield* readJson(request, yield* HttpSettings)
+  const multipart = /^multipart\/form-data/i.test(contentType)
+  // Everything in a submit is stored with the task: the JSON body's text is checked as it is read, the multipart
+  // fields here, and `metadata` sent as a JSON string once parsed (its escapes can spell a NUL).
+  const raw = multipart ? yield* multipartFields(contentType) : yield* readJson(request, yield* HttpSettings)
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     return yield* badRequest("the request body must be a JSON object", null, "invalid_body")
   }
-  const fields = yield* withSize(raw as Record<string, unknown>)
+  if (multipart) yield* checkJson(raw, { storable: true })
+  const metadata = (raw as Record<string, unknown>).metadata
+  const parsed =
+    typeof metadata === "string" && metadata.trim() !== ""
+      ? { ...(raw as Record<string, unknown>), metadata: yield* parseJsonField(metadata, ["metadata"]) }
+      : (raw as Record<string, unknown>)
+  const fields = yield* withSize(parsed)
   const idempotencyKey = request.headers["idempotency-key"] ?? null
   if (idempotencyKey !== null && (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY)) {
     return yield* badRequest(`Idempotency-Key: expected 1 to ${MAX_IDEMPOTENCY_KEY} characters`, "Idempotency-Key")
   }
+  const keyProblem = idempotencyKey === null ? undefined : storableTextProblem(idempotencyKey)
+  if (keyProblem !== undefined) return yield* badRequest(`Idempotency-Key: ${keyProblem}`, "Idempotency-Key")
   const validated = validateVideoSubmit(fields)
   if (validated._tag === "Problem") {
     return yield* apiError(400, validated.message, { param: validated.param, code: validated.code })
@@ -153,7 +164,7 @@ export const listFor = (accountId: string) =>
     const request = yield* HttpServerRequest.HttpServerRequest
     const query = new URL(request.url, "http://x").searchParams
     const limitText = query.get("limit")
-    const limit = limitText === null ? 20 : Number(limitText)
+    const limit = limitText === null ? 20 : /^\d{1,3}$/.test(limitText) ? Number(limitText) : Number.NaN
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
       return yield* badRequest(`limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`, "limit")
     }

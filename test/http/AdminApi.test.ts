@@ -146,10 +146,13 @@ describe("admin API", () => {
 
   it("refuses expired, unknown and missing keys with 401 in each protocol's envelope", async () => {
     const account = await newAccount()
+    // A key cannot be created already expired (400): this one expires a moment after it is made.
     const expired = await call("POST", `/admin/accounts/${account.id}/keys`, {
       name: "old",
-      expiresAt: "2020-01-01T00:00:00Z"
+      expiresAt: new Date(Date.now() + 1_000).toISOString()
     })
+    assert.strictEqual(expired.status, 201)
+    await new Promise((resolve) => setTimeout(resolve, 1_200))
     const openai = await fetch(`${gateway.url}/v1/models`, {
       headers: { authorization: `Bearer ${expired.body.key}` }
     })

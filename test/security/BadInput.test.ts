@@ -309,6 +309,276 @@ describe("random query strings", () => {
   })
 })
 
+describe("the edge refuses what storage or the vendor would, with a 400 naming the field (issue 15)", () => {
+  const call = async (
+    method: string,
+    path: string,
+    options: {
+      readonly body?: string | FormData
+      readonly as?: "admin" | "key"
+      readonly headers?: Record<string, string>
+    } = {}
+  ) => {
+    tried += 1
+    const envelope: Envelope = path.startsWith("/v1beta/")
+      ? "google"
+      : path.startsWith("/v1/messages")
+        ? "anthropic"
+        : "openai"
+    const credentials: Record<string, string> =
+      options.as === "admin"
+        ? { authorization: `Bearer ${gateway.adminToken}` }
+        : envelope === "google"
+          ? { "x-goog-api-key": customer.key }
+          : envelope === "anthropic"
+            ? { "x-api-key": customer.key, "anthropic-version": "2023-06-01" }
+            : { authorization: `Bearer ${customer.key}` }
+    const response = await fetch(`${gateway.url}${path}`, {
+      method,
+      headers: {
+        ...credentials,
+        ...(typeof options.body === "string" ? { "content-type": "application/json" } : {}),
+        ...options.headers
+      },
+      ...(options.body === undefined ? {} : { body: options.body })
+    })
+    const text = await response.text()
+    return { status: response.status, text, contentType: response.headers.get("content-type") ?? "", envelope }
+  }
+  /**
+   * A 400 in the envelope of the protocol called, whose message starts with the field's name (or a path inside it:
+   * a nesting refusal names the level where the limit was crossed).
+   */
+  const assertRefused = (answer: Awaited<ReturnType<typeof call>>, field: string, label: string) => {
+    assert.strictEqual(answer.status, 400, `${label}: ${answer.text.slice(0, 300)}`)
+    assertAnswered(answer, answer.envelope, label)
+    const message: string = JSON.parse(answer.text).error.message
+    assert.isTrue(
+      [": ", " ", ".", "["].some((next) => message.startsWith(`${field}${next}`)),
+      `${label}: ${message.slice(0, 300)}`
+    )
+  }
+
+  it("refuses NUL and undecodable text in path and query parameters of read paths (they answered 503)", async () => {
+    assertRefused(await call("GET", "/v1/videos/video_x%00"), "id", "video id")
+    assertRefused(await call("GET", "/v1/videos?after=%00"), "after", "video cursor")
+    assertRefused(await call("GET", "/v1/videos?after=%ED%A0%80"), "after", "a lone surrogate's bytes")
+    assertRefused(await call("GET", "/v1/usage?model=%00"), "model", "usage model")
+    assertRefused(await call("GET", "/admin/accounts?search=%00", { as: "admin" }), "search", "account search")
+    assertRefused(await call("GET", "/admin/usage?model=%00", { as: "admin" }), "model", "admin usage model")
+    assertRefused(
+      await call("GET", `/admin/accounts/${customer.accountId}/ledger?x=%00`, { as: "admin" }),
+      "x",
+      "any query"
+    )
+    assertRefused(await call("GET", `/v1/usage?model=${"m".repeat(1025)}`), "model", "an over-long query value")
+    assertRefused(await call("GET", "/v1/videos/%ED%A0%80"), "the path", "an undecodable path")
+    assertRefused(
+      await call("POST", "/v1/messages/%ED%A0%80", { body: "{}" }),
+      "the path",
+      "an undecodable path, Anthropic"
+    )
+    assertRefused(
+      await call("POST", "/v1beta/models/%ED%A0%80:generateContent", { body: "{}" }),
+      "the path",
+      "an undecodable path, Google"
+    )
+    // Without the admin token, an admin path still answers 401 first, whatever its parameters.
+    const anonymous = await fetch(`${gateway.url}/admin/accounts?search=%00`)
+    assert.strictEqual(anonymous.status, 401)
+    const model = await call("GET", "/v1/models/%25ff")
+    assert.strictEqual(model.status, 404, model.text)
+  })
+
+  it("refuses dates Postgres would refuse (they answered 503)", async () => {
+    assertRefused(await call("GET", "/v1/usage?from=2026-02-30"), "from", "a day not on the calendar")
+    assertRefused(await call("GET", "/v1/usage?to=0000-01-01T00:00:00Z"), "to", "year 0")
+    assertRefused(
+      await call("GET", `/admin/accounts/${customer.accountId}?asOf=0000-01-01T00:00:00Z`, { as: "admin" }),
+      "asOf",
+      "asOf in year 0"
+    )
+    assertRefused(
+      await call("GET", `/admin/accounts/${customer.accountId}/statement?from=2026-02-30T00:00:00Z`, { as: "admin" }),
+      "from",
+      "statement bound not on the calendar"
+    )
+  })
+
+  it("refuses a video link or any stored field holding a NUL or a lone surrogate, however it is sent", async () => {
+    const submit = (metadata: string) =>
+      call("POST", "/v1/videos", {
+        body: `{"model":"video-model-2.0-fast","prompt":"a cat","metadata":${metadata}}`
+      })
+    assertRefused(await submit('{"images":["https://example.com/a\\u0000.png"]}'), "metadata.images[0]", "NUL")
+    assertRefused(await submit('{"images":["https://example.com/a\\ud800.png"]}'), "metadata.images[0]", "high half")
+    assertRefused(await submit('{"images":["https://example.com/a\\udc00.png"]}'), "metadata.images[0]", "low half")
+    assertRefused(await submit('{"extra":{"deeper":["\\u0000"]}}'), "metadata.extra.deeper[0]", "unknown field")
+    assertRefused(
+      await submit(JSON.stringify(JSON.stringify({ images: ["https://example.com/a\u0000.png"] }))),
+      "metadata.images[0]",
+      "metadata as a JSON string"
+    )
+    assertRefused(
+      await submit(`{"images":["https://example.com/${"a".repeat(2100)}.png"]}`),
+      "metadata.images[0]",
+      "an over-long link"
+    )
+    const form = new FormData()
+    form.append("model", "video-model-2.0-fast")
+    form.append("prompt", "a cat")
+    form.append("metadata", JSON.stringify({ images: ["https://example.com/a\u0000.png"] }))
+    assertRefused(await call("POST", "/v1/videos", { body: form }), "metadata.images[0]", "multipart metadata")
+    const nulField = new FormData()
+    nulField.append("model", "video-model-2.0-fast")
+    nulField.append("prompt", "a cat")
+    nulField.append("seconds", "4\u0000")
+    assertRefused(await call("POST", "/v1/videos", { body: nulField }), "seconds", "a multipart field")
+  })
+
+  it("refuses a deposit whose total would overflow the 64-bit balance, and an amount above it", async () => {
+    const rich = await admin.customer({ deposit: "0" })
+    const deposit = (amount: string, reference: string) =>
+      call("POST", `/admin/accounts/${rich.accountId}/deposits`, {
+        as: "admin",
+        body: JSON.stringify({ amount, reference })
+      })
+    assert.strictEqual((await deposit("9223372036854.775807", "all")).status, 201)
+    assertRefused(await deposit("0.000001", "one-more"), "amount", "the total overflows")
+    assertRefused(await deposit("9223372036854.775808", "too-big"), "amount", "above the largest balance")
+    assertRefused(await deposit("99999999999999999999", "way-too-big"), "amount", "twenty digits")
+    const balance = await admin.balance(rich.accountId)
+    assert.strictEqual(balance.deposited, "9223372036854.775807")
+  })
+
+  it("refuses JSON nested deeper than the documented limit on every protocol, and accepts 100 levels", async () => {
+    const nest = (levels: number) => `${'{"a":'.repeat(levels)}1${"}".repeat(levels)}`
+    const bodies: ReadonlyArray<readonly [string, (deep: string) => string, string]> = [
+      [
+        "/v1/chat/completions",
+        (d) => `{"model":"sim-openai","messages":[{"role":"user","content":"hi"}],"metadata":${d}}`,
+        "metadata"
+      ],
+      [
+        "/v1/chat/completions",
+        (d) =>
+          `{"model":"sim-openai","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${d}}}]}`,
+        "tools[0].function.parameters"
+      ],
+      [
+        "/v1/messages",
+        (d) => `{"model":"sim-anthropic","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"metadata":${d}}`,
+        "metadata"
+      ],
+      [
+        "/v1/messages/count_tokens",
+        (d) => `{"model":"sim-anthropic","messages":[{"role":"user","content":"hi"}],"x":${d}}`,
+        "x"
+      ],
+      [
+        "/v1beta/models/sim-gemini:generateContent",
+        (d) => `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"x":${d}}`,
+        "x"
+      ],
+      ["/v1/embeddings", (d) => `{"model":"sim-embedding","input":"hi","x":${d}}`, "x"],
+      ["/v1/images/generations", (d) => `{"model":"imggen-2","prompt":"a cat","x":${d}}`, "x"],
+      ["/v1/audio/speech", (d) => `{"model":"sim-tts","input":"hi","voice":"alloy","x":${d}}`, "x"],
+      ["/v1/videos", (d) => `{"model":"video-model-2.0-fast","prompt":"a cat","metadata":${d}}`, "metadata"],
+      ["/admin/accounts", (d) => `{"name":"deep","x":${d}}`, "x"]
+    ]
+    for (const [path, body, field] of bodies) {
+      const answer = await call("POST", path, {
+        body: body(nest(5_000)),
+        as: path.startsWith("/admin") ? "admin" : "key"
+      })
+      assertRefused(answer, field, `${path} nested 5,000 deep`)
+      assert.include(JSON.parse(answer.text).error.message, "128")
+    }
+    const ok = await call("POST", "/v1/chat/completions", { body: bodies[1][1](nest(100)) })
+    assert.strictEqual(ok.status, 200, ok.text.slice(0, 300))
+  })
+
+  it("refuses a flag that is not a boolean instead of reading it as false", async () => {
+    const hi = [{ role: "user", content: "hi" }]
+    assertRefused(
+      await call("POST", "/v1/chat/completions", {
+        body: JSON.stringify({ model: "sim-openai", stream: "yes", messages: hi })
+      }),
+      "stream",
+      "OpenAI stream"
+    )
+    assertRefused(
+      await call("POST", "/v1/chat/completions", {
+        body: JSON.stringify({
+          model: "sim-openai",
+          stream: true,
+          stream_options: { include_usage: "yes" },
+          messages: hi
+        })
+      }),
+      "stream_options.include_usage",
+      "include_usage"
+    )
+    assertRefused(
+      await call("POST", "/v1/chat/completions", {
+        body: JSON.stringify({ model: "sim-openai", parallel_tool_calls: 1, messages: hi })
+      }),
+      "parallel_tool_calls",
+      "parallel_tool_calls"
+    )
+    assertRefused(
+      await call("POST", "/v1/messages", {
+        body: JSON.stringify({ model: "sim-anthropic", max_tokens: 8, stream: "yes", messages: hi })
+      }),
+      "stream",
+      "Anthropic stream"
+    )
+    assertRefused(
+      await call("POST", "/v1/images/generations", {
+        body: JSON.stringify({ model: "imggen-2", prompt: "a cat", stream: "yes" })
+      }),
+      "stream",
+      "images stream"
+    )
+    const nullStream = await call("POST", "/v1/chat/completions", {
+      body: JSON.stringify({ model: "sim-openai", stream: null, messages: hi })
+    })
+    assert.strictEqual(nullStream.status, 200, nullStream.text.slice(0, 300))
+  })
+
+  it("refuses a key that would be born expired, and accepts one that expires later", async () => {
+    const keys = `/admin/accounts/${customer.accountId}/keys`
+    assertRefused(
+      await call("POST", keys, {
+        as: "admin",
+        body: JSON.stringify({ name: "old", expiresAt: "2020-01-01T00:00:00Z" })
+      }),
+      "expiresAt",
+      "a past expiry"
+    )
+    assertRefused(
+      await call("POST", keys, {
+        as: "admin",
+        body: JSON.stringify({ name: "feb", expiresAt: "2099-02-30T00:00:00Z" })
+      }),
+      "expiresAt",
+      "a day not on the calendar"
+    )
+    const later = await call("POST", keys, {
+      as: "admin",
+      body: JSON.stringify({ name: "later", expiresAt: "2099-01-01T00:00:00Z" })
+    })
+    assert.strictEqual(later.status, 201, later.text)
+  })
+
+  it("still forwards a NUL or a lone surrogate inside a prompt, which is never stored", async () => {
+    const answer = await call("POST", "/v1/chat/completions", {
+      body: '{"model":"sim-openai","messages":[{"role":"user","content":"a\\u0000b \\ud800"}]}'
+    })
+    assert.strictEqual(answer.status, 200, answer.text.slice(0, 300))
+  })
+})
+
 describe("afterwards", () => {
   it("the process is up and every hold the account saw is resolved", async () => {
     const health = await fetch(`${gateway.url}/healthz`)

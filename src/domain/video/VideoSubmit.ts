@@ -4,7 +4,7 @@
  * first problem found, naming the field. Pure: which models exist is decided elsewhere.
  */
 import { Result } from "effect"
-import { isStorableText } from "../StorableText.ts"
+import { storableTextProblem } from "../StorableText.ts"
 import {
   DEFAULT_VIDEO_RATIO,
   DEFAULT_VIDEO_RESOLUTION,
@@ -24,6 +24,9 @@ import {
 
 /** In characters (code points), so a prompt in any script gets the same allowance. */
 export const MAX_VIDEO_PROMPT_CHARS = 32000
+
+/** The longest image or video link, in characters: what browsers and CDNs reliably carry; it is stored with the task. */
+export const MAX_VIDEO_LINK_CHARS = 2048
 
 export interface VideoSubmitProblem {
   readonly _tag: "Problem"
@@ -88,11 +91,8 @@ const requiredText = (fields: Readonly<Record<string, unknown>>, param: "prompt"
     return Result.fail(problem(param, `expected a string, got ${typeName(value)}`, videoSubmitCodes.invalidType))
   }
   if (value.trim() === "") return Result.fail(problem(param, "must not be empty", videoSubmitCodes.invalidValue))
-  if (!isStorableText(value)) {
-    return Result.fail(
-      problem(param, "must be valid text: no NUL characters or unpaired surrogates", videoSubmitCodes.invalidValue)
-    )
-  }
+  const textProblem = storableTextProblem(value)
+  if (textProblem !== undefined) return Result.fail(problem(param, textProblem, videoSubmitCodes.invalidValue))
   return Result.succeed(value)
 }
 
@@ -213,6 +213,9 @@ const checkLink = (kind: LinkKind, index: number, value: unknown): Check<string>
   if (typeof value !== "string") {
     return Result.fail(problem(param, `expected a URL string, got ${typeName(value)}`, videoSubmitCodes.invalidType))
   }
+  // Links are stored with the task: the text checks come first, before any parsing.
+  const textProblem = storableTextProblem(value)
+  if (textProblem !== undefined) return Result.fail(problem(param, textProblem, videoSubmitCodes.invalidValue))
   if (/^\s*data:/i.test(value)) {
     return Result.fail(
       problem(
@@ -220,6 +223,11 @@ const checkLink = (kind: LinkKind, index: number, value: unknown): Check<string>
         "inline base64 (a data: URI) is not supported for video inputs; pass a publicly reachable URL",
         videoSubmitCodes.inlineData
       )
+    )
+  }
+  if (value.length > MAX_VIDEO_LINK_CHARS) {
+    return Result.fail(
+      problem(param, `at most ${MAX_VIDEO_LINK_CHARS} characters, got ${value.length}`, videoSubmitCodes.tooLong)
     )
   }
   const url = /^https?:\/\/[^\s/?#]/i.test(value) && URL.canParse(value) ? new URL(value) : undefined

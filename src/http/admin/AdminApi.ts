@@ -3,7 +3,7 @@
  * Money is rendered as decimal strings ("12.500000").
  */
 import { rateLimitProblem } from "../../domain/keys/RateLimits.ts"
-import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Accounts, type AccountView } from "../../app/Accounts.ts"
@@ -11,12 +11,13 @@ import type { StoredEvent } from "../../app/EventStore.ts"
 import { Keys, type KeyView } from "../../app/Keys.ts"
 import { Ledger } from "../../app/Ledger.ts"
 import { parseBound, Statements } from "../../app/Statements.ts"
-import { formatMicros, parseDecimal } from "../../domain/Money.ts"
+import { formatMicros, MAX_MICROS, parseDecimal } from "../../domain/Money.ts"
 import { apiError, badRequest, notFound } from "../ApiError.ts"
 import { throttled } from "../AuthThrottle.ts"
+import { checkRequestParameters } from "../InputLimits.ts"
 import { readJsonAs } from "../RequestBody.ts"
 import { HttpSettings, json, route } from "../Route.ts"
-import { DecimalAmount, IsoInstant, Name, PositiveDecimalAmount } from "../Schemas.ts"
+import { DecimalAmount, IsoInstant, ModelList, Name, PositiveDecimalAmount } from "../Schemas.ts"
 
 export class AdminToken extends Context.Service<AdminToken, Redacted.Redacted<string>>()("tollgate/http/AdminToken") {}
 
@@ -38,7 +39,9 @@ const checkAdminToken = Effect.gen(function* () {
 // A wrong admin token counts towards the caller's failed-authentication throttle, like a wrong API key.
 export const requireAdmin = throttled(checkAdminToken)
 
-export const admin = <A, E, R>(handler: Effect.Effect<A, E, R>) => Effect.andThen(requireAdmin, handler)
+/** An admin handler: the admin token first, then the request's parameters (InputLimits.ts), then the handler. */
+export const admin = <A, E, R>(handler: Effect.Effect<A, E, R>) =>
+  Effect.andThen(requireAdmin, Effect.andThen(checkRequestParameters, handler))
 
 export const balanceView = (a: Pick<AccountView, "deposited" | "captured" | "held">) => ({
   deposited: formatMicros(a.deposited),
@@ -92,7 +95,7 @@ const RateLimitFigure = Schema.Number.annotate({ message: "expected a positive i
 
 const CreateKey = Schema.Struct({
   name: Name,
-  models: Schema.optional(Schema.NullOr(Schema.Array(Name))),
+  models: Schema.optional(Schema.NullOr(ModelList)),
   expiresAt: Schema.optional(Schema.NullOr(IsoInstant)),
   spendLimit: Schema.optional(Schema.NullOr(DecimalAmount)),
   rateLimits: Schema.optional(
@@ -181,7 +184,15 @@ export const layer = Layer.mergeAll(
         const body = yield* readJsonAs(request, settings, Deposit)
         const amount = parseDecimal(body.amount) as bigint
         const accounts = yield* Accounts
-        yield* accounts.get(accountId)
+        const before = yield* accounts.get(accountId)
+        // The deposited total is a 64-bit column: a deposit that would overflow it is refused here, before the ledger.
+        if (before.deposited + amount > MAX_MICROS) {
+          return yield* badRequest(
+            `amount: the account's deposits would total more than ${formatMicros(MAX_MICROS)}, the largest balance the ledger holds (deposited so far: ${formatMicros(before.deposited)})`,
+            "amount",
+            "amount_too_large"
+          )
+        }
         const result = yield* (yield* Ledger).deposit(accountId, amount, body.reference)
         const account = yield* accounts.get(accountId)
         return json(
@@ -206,10 +217,15 @@ export const layer = Layer.mergeAll(
         const settings = yield* HttpSettings
         const accountId = yield* pathParam("id")
         const body = yield* readJsonAs(request, settings, CreateKey)
+        // A key born expired is a typo: refused, as the CLI does.
+        const expiresAt = body.expiresAt == null ? null : Date.parse(body.expiresAt)
+        if (expiresAt !== null && expiresAt <= (yield* Clock.currentTimeMillis)) {
+          return yield* badRequest("expiresAt: must be in the future", "expiresAt", "invalid_value")
+        }
         const created = yield* (yield* Keys).create(accountId, {
           name: body.name.trim(),
           models: body.models ?? null,
-          expiresAt: body.expiresAt == null ? null : new Date(body.expiresAt).toISOString(),
+          expiresAt: expiresAt === null ? null : new Date(expiresAt).toISOString(),
           spendLimit: body.spendLimit == null ? null : (parseDecimal(body.spendLimit) as bigint),
           rateLimits: {
             rpm: body.rateLimits?.rpm ?? null,

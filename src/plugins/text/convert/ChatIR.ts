@@ -172,6 +172,17 @@ export const convertError = (param: string, message: string): Converted<never> =
   Result.fail(new ConvertError({ param, message }))
 
 /**
+ * An optional flag of the client's request: absent (or null) is undefined, anything but a boolean is refused, as the
+ * vendor would refuse it — read leniently, `"yes"` would silently mean false.
+ */
+export const optionalFlag = (value: unknown, param: string): Converted<boolean | undefined> =>
+  value === undefined || value === null
+    ? Result.succeed(undefined)
+    : typeof value === "boolean"
+      ? Result.succeed(value)
+      : convertError(param, "expected a boolean (true or false)")
+
+/**
  * Every tool result must answer a tool call made in an earlier assistant turn; upstreams reject orphans with a
  * 400 that would otherwise surface as a confusing vendor message.
  */

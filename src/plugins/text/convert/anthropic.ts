@@ -39,7 +39,7 @@ import type {
   Usage,
   UserPart
 } from "./ChatIR.ts"
-import { checkToolPairing, convertError } from "./ChatIR.ts"
+import { checkToolPairing, convertError, optionalFlag } from "./ChatIR.ts"
 import { asArray, asCount, asNumber, asRecord, asString, compact, isRecord, type JsonRecord, label } from "./json.ts"
 import { signatureOriginOf, syntheticSignature } from "./thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./toolId.ts"
@@ -124,6 +124,8 @@ const imageOf = (block: JsonRecord, param: string): Converted<ImagePart> => {
 const toolResultOf = (block: JsonRecord, param: string): Converted<ToolResultPart> => {
   const toolUseId = asString(block.tool_use_id)
   if (toolUseId === undefined) return convertError(`${param}.tool_use_id`, "tool_use_id must be a string")
+  const isError = optionalFlag(block.is_error, `${param}.is_error`)
+  if (Result.isFailure(isError)) return Result.fail(isError.failure)
   const content: Array<TextPart | ImagePart> = []
   if (typeof block.content === "string") content.push({ type: "text", text: block.content })
   else {
@@ -144,7 +146,7 @@ const toolResultOf = (block: JsonRecord, param: string): Converted<ToolResultPar
     type: "tool_result",
     toolCallId: restoreToolId(toolUseId),
     content,
-    isError: block.is_error === true
+    isError: isError.success === true
   })
 }
 
@@ -253,12 +255,14 @@ const toolsOf = (raw: unknown): Converted<ReadonlyArray<ToolDefinition>> => {
     if (tool.type !== undefined && tool.type !== "custom") continue
     const name = asString(tool.name)
     if (name === undefined) return convertError(`tools.${i}.name`, "tool name must be a string")
+    const strict = optionalFlag(tool.strict, `tools.${i}.strict`)
+    if (Result.isFailure(strict)) return Result.fail(strict.failure)
     tools.push(
       compact({
         name,
         description: asString(tool.description),
         parameters: isRecord(tool.input_schema) ? tool.input_schema : { type: "object", properties: {} },
-        strict: typeof tool.strict === "boolean" ? tool.strict : undefined
+        strict: strict.success
       })
     )
   }
@@ -341,6 +345,11 @@ export const anthropicRequestToIR = (body: unknown): Converted<ChatRequest> => {
   if (Result.isFailure(pairing)) return Result.fail(pairing.failure)
   const tools = toolsOf(body.tools)
   if (Result.isFailure(tools)) return Result.fail(tools.failure)
+  const disableParallel = optionalFlag(
+    asRecord(body.tool_choice).disable_parallel_tool_use,
+    "tool_choice.disable_parallel_tool_use"
+  )
+  if (Result.isFailure(disableParallel)) return Result.fail(disableParallel.failure)
   const choice = toolChoiceOf(body.tool_choice)
   const outputConfig = asRecord(body.output_config)
   const format = asRecord(outputConfig.format)

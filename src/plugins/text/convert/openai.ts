@@ -42,7 +42,7 @@ import type {
   Usage,
   UserPart
 } from "./ChatIR.ts"
-import { checkToolPairing, convertError } from "./ChatIR.ts"
+import { checkToolPairing, convertError, optionalFlag } from "./ChatIR.ts"
 import { imageSourceFromUrl, imageSourceToUrl } from "./dataUrl.ts"
 import {
   asArray,
@@ -262,12 +262,14 @@ const toolsOf = (raw: unknown): Converted<ReadonlyArray<ToolDefinition>> => {
     const fn = asRecord(tool.function)
     const name = asString(fn.name)
     if (name === undefined) return convertError(`tools.${i}.function.name`, "function name must be a string")
+    const strict = optionalFlag(fn.strict, `tools.${i}.function.strict`)
+    if (Result.isFailure(strict)) return Result.fail(strict.failure)
     tools.push(
       compact({
         name,
         description: asString(fn.description),
         parameters: isRecord(fn.parameters) ? fn.parameters : { type: "object", properties: {} },
-        strict: typeof fn.strict === "boolean" ? fn.strict : undefined
+        strict: strict.success
       })
     )
   }
@@ -394,6 +396,12 @@ export const openAIRequestToIR = (body: unknown): Converted<ChatRequest> => {
   if (Result.isFailure(pairing)) return Result.fail(pairing.failure)
   const tools = toolsOf(body.tools)
   if (Result.isFailure(tools)) return Result.fail(tools.failure)
+  const format = asRecord(body.response_format)
+  const strictFormat =
+    format.type === "json_schema"
+      ? optionalFlag(asRecord(format.json_schema).strict, "response_format.json_schema.strict")
+      : Result.succeed(undefined)
+  if (Result.isFailure(strictFormat)) return Result.fail(strictFormat.failure)
   const choice = toolChoiceOf(body.tool_choice, tools.success)
   const effort = asString(body.reasoning_effort)
   const streamOptions = asRecord(body.stream_options)

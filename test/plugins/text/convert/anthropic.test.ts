@@ -162,6 +162,40 @@ describe("anthropicRequestToIR", () => {
       "messages.0.role"
     )
   })
+
+  it("given a flag that is not a boolean, when converted, then a ConvertError names it instead of reading false", () => {
+    const call = {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_1", name: "f", input: {} }]
+    }
+    const result = (isError: unknown) => ({
+      model: "m",
+      max_tokens: 10,
+      messages: [
+        { role: "user", content: "hi" },
+        call,
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "x", is_error: isError }] }
+      ]
+    })
+    assert.strictEqual(failure(anthropicRequestToIR(result("yes"))).param, "messages.2.content.0.is_error")
+    assert.isTrue(ok(anthropicRequestToIR(result(true))).messages.length > 0)
+    const base = { model: "m", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }
+    const tool = { name: "f", input_schema: { type: "object" } }
+    assert.strictEqual(
+      failure(anthropicRequestToIR({ ...base, tools: [{ ...tool, strict: "true" }] })).param,
+      "tools.0.strict"
+    )
+    assert.strictEqual(
+      ok(anthropicRequestToIR({ ...base, tools: [{ ...tool, strict: true }] })).tools?.[0].strict,
+      true
+    )
+    assert.strictEqual(
+      failure(
+        anthropicRequestToIR({ ...base, tools: [tool], tool_choice: { type: "auto", disable_parallel_tool_use: 1 } })
+      ).param,
+      "tool_choice.disable_parallel_tool_use"
+    )
+  })
 })
 
 describe("OpenAI client → Anthropic upstream", () => {

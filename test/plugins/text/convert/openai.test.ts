@@ -106,6 +106,26 @@ describe("openAIRequestToIR", () => {
     assert.strictEqual(ir.maxTokens, 99)
   })
 
+  it("given a flag that is not a boolean, when converted, then a ConvertError names it instead of reading false", () => {
+    const base = { model: "m", messages: [{ role: "user", content: "hi" }] }
+    const fn = { name: "f", parameters: { type: "object" } }
+    assert.strictEqual(
+      failure(openAIRequestToIR({ ...base, tools: [{ type: "function", function: { ...fn, strict: "yes" } }] })).param,
+      "tools.0.function.strict"
+    )
+    assert.strictEqual(
+      ok(openAIRequestToIR({ ...base, tools: [{ type: "function", function: { ...fn, strict: true } }] })).tools?.[0]
+        .strict,
+      true
+    )
+    const format = (strict: unknown) => ({
+      ...base,
+      response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" }, strict } }
+    })
+    assert.strictEqual(failure(openAIRequestToIR(format(1))).param, "response_format.json_schema.strict")
+    assert.isDefined(ok(openAIRequestToIR(format(null))).responseFormat)
+  })
+
   it("given unconvertible input, when converted, then a ConvertError names the param", () => {
     const base = { model: "m", messages: [{ role: "user", content: "hi" }] }
     assert.strictEqual(failure(openAIRequestToIR({ ...base, n: 2 })).param, "n")
