@@ -153,18 +153,18 @@ export const decide = (state: AccountState, command: LedgerCommand): Decision =>
   switch (command.type) {
     case "Deposit": {
       if (command.amount <= 0n) return reject({ _tag: "InvalidAmount", message: "amount must be greater than zero" })
+      const earlier = state.depositReferences.get(command.reference)
+      if (earlier !== undefined) {
+        // Same reference, same amount: a retry, answered as the original. Another amount: a mistake worth a 409.
+        if (earlier === command.amount) return accept([], true)
+        return reject({ _tag: "DepositReferenceReused", reference: command.reference, amount: earlier })
+      }
       if (state.deposited + command.amount > MAX_MICROS) {
         // Every balance column is a 64-bit integer: a total past it could not be stored.
         return reject({
           _tag: "InvalidAmount",
           message: `this deposit would take the account's deposits past the ledger's maximum of ${formatMicros(MAX_MICROS)}`
         })
-      }
-      const earlier = state.depositReferences.get(command.reference)
-      if (earlier !== undefined) {
-        // Same reference, same amount: a retry, answered as the original. Another amount: a mistake worth a 409.
-        if (earlier === command.amount) return accept([], true)
-        return reject({ _tag: "DepositReferenceReused", reference: command.reference, amount: earlier })
       }
       return accept([
         {

@@ -11,7 +11,7 @@ import type { StoredEvent } from "../../app/EventStore.ts"
 import { Keys, type KeyView } from "../../app/Keys.ts"
 import { Ledger } from "../../app/Ledger.ts"
 import { parseBound, Statements } from "../../app/Statements.ts"
-import { formatMicros, MAX_MICROS, parseDecimal } from "../../domain/Money.ts"
+import { formatMicros, parseDecimal } from "../../domain/Money.ts"
 import { apiError, badRequest, notFound } from "../ApiError.ts"
 import { throttled } from "../AuthThrottle.ts"
 import { checkRequestParameters } from "../InputLimits.ts"
@@ -184,16 +184,15 @@ export const layer = Layer.mergeAll(
         const body = yield* readJsonAs(request, settings, Deposit)
         const amount = parseDecimal(body.amount) as bigint
         const accounts = yield* Accounts
-        const before = yield* accounts.get(accountId)
-        // The deposited total is a 64-bit column: a deposit that would overflow it is refused here, before the ledger.
-        if (before.deposited + amount > MAX_MICROS) {
-          return yield* badRequest(
-            `amount: the account's deposits would total more than ${formatMicros(MAX_MICROS)}, the largest balance the ledger holds (deposited so far: ${formatMicros(before.deposited)})`,
-            "amount",
-            "amount_too_large"
+        // A deposit whose new total would pass the 64-bit balance is refused by the ledger's decider (400): only it
+        // sees the total under the account's lock, and a retry of the deposit that filled it is still a duplicate.
+        yield* accounts.get(accountId)
+        const result = yield* (yield* Ledger).deposit(accountId, amount, body.reference).pipe(
+          Effect.catchIf(
+            (error) => error._tag === "LedgerRejected" && error.reason === "InvalidAmount",
+            (error) => Effect.fail(badRequest(`amount: ${error.message}`, "amount", "invalid_amount"))
           )
-        }
-        const result = yield* (yield* Ledger).deposit(accountId, amount, body.reference)
+        )
         const account = yield* accounts.get(accountId)
         return json(
           {
