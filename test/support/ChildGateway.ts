@@ -46,13 +46,15 @@ export const startGateway = async (env: Record<string, string>, port: number): P
 const SECRET = /sk-[A-Za-z0-9]{40,}|tga_[A-Za-z0-9_]{30,}/
 
 /** Kills the process; its whole output (logs of a run cut short included) must not carry a key or a token. */
-export const killHard = (gateway: Gateway) =>
-  new Promise<void>((resolve) => {
-    assert.notMatch(gateway.output(), SECRET, "a secret in the gateway's output")
+export const killHard = async (gateway: Gateway): Promise<void> => {
+  // Killed first: a failed check must not leave the process running past the test.
+  await new Promise<void>((resolve) => {
     if (gateway.child.exitCode !== null || gateway.child.signalCode !== null) return resolve()
     gateway.child.once("exit", () => resolve())
     gateway.child.kill("SIGKILL")
   })
+  assert.notMatch(gateway.output(), SECRET, "a secret in the gateway's output")
+}
 
 /** An admin call; `token` defaults to the token these child gateways are started with. */
 export const admin = async (
