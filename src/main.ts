@@ -6,7 +6,7 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { resolve } from "node:path"
 import { serverLayer, servicesLayer } from "./AppLayer.ts"
-import { adminTokenPath, ensureDemoAccount, loadOrCreateAdminToken } from "./app/FirstStart.ts"
+import { adminTokenPath, ensureDemoAccount, loadOrCreateAdminToken, saveFirstStartSecrets } from "./app/FirstStart.ts"
 import { parseTrustProxy } from "./http/AuthThrottle.ts"
 
 const settings = Config.all({
@@ -33,10 +33,23 @@ const settings = Config.all({
   trustProxy: Config.String("TOLLGATE_TRUST_PROXY").pipe(Config.withDefault(""))
 })
 
-/** The banner goes straight to the terminal: it may carry secrets, so it never passes through the logger. */
-const printBanner = (lines: ReadonlyArray<string>) =>
-  Effect.sync(() => {
-    process.stdout.write(`\n${lines.join("\n")}\n\n`)
+/**
+ * The banner may carry secrets (a new admin token, the demo key), so it never passes through the logger. On a
+ * terminal it is shown there. Without one — stdout captured by docker, systemd or a log shipper — the secrets go only
+ * to a file beside the admin token, and the log says where, without them.
+ */
+const showBanner = (dataDir: string, listening: string, secrets: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    // Edge: whether a person is reading this process's output (Node's TTY flag on stdout).
+    if (process.stdout.isTTY === true) {
+      return yield* Effect.sync(() => process.stdout.write(`\n${[listening, ...secrets].join("\n")}\n\n`))
+    }
+    yield* Effect.logInfo(listening)
+    if (secrets.length === 0) return
+    const path = yield* saveFirstStartSecrets(dataDir, secrets)
+    yield* Effect.logInfo(
+      `first start: no terminal to show the admin token and the demo key on; they were written to ${path} (mode 0600)`
+    )
   })
 
 const program = Effect.gen(function* () {
@@ -86,22 +99,23 @@ const program = Effect.gen(function* () {
     Effect.gen(function* () {
       const demo = embedded ? yield* ensureDemoAccount : undefined
       const url = `http://${config.host}:${config.port}`
-      const lines = [`Tollgate is listening on ${url} (${embedded ? `embedded store in ${dataDir}` : "Postgres"})`]
+      const listening = `Tollgate is listening on ${url} (${embedded ? `embedded store in ${dataDir}` : "Postgres"})`
+      const secrets: Array<string> = []
       if (tokenCreated) {
-        lines.push(
+        secrets.push(
           `Admin token (shown once; also saved in ${adminTokenPath(dataDir)}, mode 0600):`,
           `  ${Redacted.value(adminToken)}`
         )
       }
       if (demo !== undefined) {
-        lines.push(
+        secrets.push(
           "Demo account with 10.00 and its API key (shown once, keep it):",
           `  account ${demo.accountId}`,
           `  ${demo.key}`,
           `Try: curl -s ${url}/v1/models -H "Authorization: Bearer ${demo.key}"`
         )
       }
-      yield* printBanner(lines)
+      yield* showBanner(dataDir, listening, secrets)
     })
   ).pipe(Layer.provide(services))
   const tracing = Option.match(config.otlpEndpoint, {

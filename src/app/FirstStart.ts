@@ -1,7 +1,8 @@
 /**
  * The embedded store's first start: an admin token generated and kept in `<data dir>/admin-token` (mode 0600), and a
  * `demo` account with 10.00 and one key, so a newcomer can call the API at once. Both are shown once, in a banner
- * written straight to the terminal by main.ts, never through the logger.
+ * written straight to the terminal by main.ts, never through the logger; without a terminal, to `first-start.txt`
+ * beside the admin token (mode 0600).
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -24,6 +25,18 @@ export const loadOrCreateAdminToken = (dataDir: string) =>
     writeFileSync(path, `${token}\n`, { mode: 0o600 })
     chmodSync(path, 0o600)
     return { token, created: true }
+  })
+
+export const firstStartPath = (dataDir: string) => join(dataDir, "first-start.txt")
+
+/** Writes the first start's secrets (the banner's lines) where only the data directory's owner can read them. */
+export const saveFirstStartSecrets = (dataDir: string, lines: ReadonlyArray<string>) =>
+  Effect.sync(() => {
+    const path = firstStartPath(dataDir)
+    mkdirSync(dataDir, { recursive: true })
+    writeFileSync(path, `${lines.join("\n")}\n`, { mode: 0o600 })
+    chmodSync(path, 0o600)
+    return path
   })
 
 export const DEMO_BALANCE = 10_000_000n
