@@ -22,7 +22,9 @@ import { type Decision, decide, type LedgerCommand, type LedgerRejection } from 
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import { LedgerRejected } from "./LedgerErrors.ts"
 import { StoreRefused, StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
+import { usageMetrics } from "../domain/ledger/UsageMetrics.ts"
 import { LiveHolds, type Progress } from "./LiveHolds.ts"
+import { noteCharge } from "./RequestTelemetry.ts"
 import { inMemoryJournal, type PendingResolution, SettlementJournal } from "./SettlementJournal.ts"
 import { traced } from "./Traced.ts"
 
@@ -529,6 +531,8 @@ export class Ledger extends Context.Service<
         const settleDelivered = Effect.fnUntraced(
           function* (accountId: string, holdId: string, cost: Micros, usage: unknown) {
             const decidedAt = yield* nowIso
+            const metrics = usageMetrics(usage)
+            yield* noteCharge(metrics.inputTokens, metrics.outputTokens, cost)
             const outcome = yield* Effect.exit(settleCommand(accountId, holdId, cost, usage))
             if (Exit.isSuccess(outcome)) {
               if (outcome.value._tag === "Rejected") {

@@ -1,18 +1,35 @@
 /**
- * What one request learns about itself on its way through the layers, for the metrics: which model it was for, and
- * how long it waited on upstreams. The HTTP layer provides a fresh record per request; outside a request the
- * reference's default is a sink nobody reads.
+ * What one request learns about itself on its way through the layers, for the metrics and the access log: whose key
+ * it came with, which model it was for, which upstream answered and how long it waited on upstreams, and what it was
+ * charged. The HTTP layer provides a fresh record per request (to the handler and to a streamed body); outside a
+ * request the reference's default is a sink nobody reads.
  */
 import { Context, Effect } from "effect"
+import type { Micros } from "../domain/Money.ts"
 
 export interface RequestTelemetry {
   model: string | undefined
   upstreamSeconds: number
+  /** The API key's id (never the key) and its account, once authenticated. */
+  keyId: string | undefined
+  accountId: string | undefined
+  /** The upstream that answered (the last one to, after fallbacks). */
+  upstream: string | undefined
+  /** What the delivered response was billed: its tokens and cost. */
+  charge: { readonly inputTokens: number; readonly outputTokens: number; readonly cost: Micros } | undefined
   /** Run once when the response has been sent in full (a stream's end) or the request was abandoned. */
   readonly atEnd: Array<Effect.Effect<void>>
 }
 
-export const newTelemetry = (): RequestTelemetry => ({ model: undefined, upstreamSeconds: 0, atEnd: [] })
+export const newTelemetry = (): RequestTelemetry => ({
+  model: undefined,
+  upstreamSeconds: 0,
+  keyId: undefined,
+  accountId: undefined,
+  upstream: undefined,
+  charge: undefined,
+  atEnd: []
+})
 
 export const CurrentTelemetry = Context.Reference<RequestTelemetry>("tollgate/app/CurrentTelemetry", {
   defaultValue: newTelemetry
@@ -35,8 +52,22 @@ export const noteModel = (model: unknown): Effect.Effect<void> =>
     }
   })
 
-/** Adds time spent waiting on an upstream to the current request's share. */
-export const noteUpstreamTime = (seconds: number): Effect.Effect<void> =>
+/** Adds time spent waiting on `upstream` to the current request's share; an answer names the upstream. */
+export const noteUpstream = (upstream: string, seconds: number, answered: boolean): Effect.Effect<void> =>
   Effect.map(CurrentTelemetry, (telemetry) => {
     telemetry.upstreamSeconds += seconds
+    if (answered) telemetry.upstream = upstream
+  })
+
+/** The authenticated key of the current request (its id and account, never the secret). */
+export const noteKey = (keyId: string, accountId: string): Effect.Effect<void> =>
+  Effect.map(CurrentTelemetry, (telemetry) => {
+    telemetry.keyId = keyId
+    telemetry.accountId = accountId
+  })
+
+/** What the current request's delivered response was billed. */
+export const noteCharge = (inputTokens: number, outputTokens: number, cost: Micros): Effect.Effect<void> =>
+  Effect.map(CurrentTelemetry, (telemetry) => {
+    telemetry.charge = { inputTokens, outputTokens, cost }
   })

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { type AuthenticatedKey, Keys } from "../app/Keys.ts"
 import { RateLimiter } from "../app/RateLimiter.ts"
-import { atResponseEnd } from "../app/RequestTelemetry.ts"
+import { atResponseEnd, noteKey } from "../app/RequestTelemetry.ts"
 import { apiError, type Dialect } from "./ApiError.ts"
 import { throttled } from "./AuthThrottle.ts"
 
@@ -42,6 +42,7 @@ export const authenticate = (dialect: Dialect) =>
     // Keys are looked up by their SHA-256 digest and the digests compared with timingSafeEqual (PgKeys.ts), so the
     // time taken does not depend on how much of a guess was right. Failures count towards the address's throttle.
     const key = yield* throttled((yield* Keys).authenticate(presentedKey(request, dialect)))
+    yield* noteKey(key.keyId, key.accountId)
     // The key's rate limits: a refusal is a 429 before anything is held; a slot is kept until the response ends.
     const admission = yield* (yield* RateLimiter).admit(key.keyId, key.rateLimits)
     yield* atResponseEnd(admission.release)

@@ -150,6 +150,12 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect, pattern
     const telemetry = newTelemetry()
     const requestId = `req_${randomUUID().replaceAll("-", "")}`
     const path = new URL(request.url, "http://x").pathname
+    const logged = (status: number) =>
+      UNLOGGED_PATHS.has(path)
+        ? Effect.void
+        : Effect.flatMap(Clock.currentTimeNanos, (now) =>
+            accessLog(requestId, request.method, pattern ?? path, status, telemetry, now - started)
+          )
     // The model list speaks Anthropic to a client that sends `anthropic-version` (the Anthropic SDK always does).
     const chosen =
       dialect ??
@@ -157,7 +163,12 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect, pattern
     const response = yield* handler.pipe(
       Effect.provideService(RequestId, requestId),
       Effect.provideService(CurrentTelemetry, telemetry),
-      Effect.onInterrupt(() => Effect.forEach(telemetry.atEnd.splice(0), (hook) => hook, { discard: true })),
+      Effect.onInterrupt(() =>
+        Effect.forEach(telemetry.atEnd.splice(0), (hook) => hook, { discard: true }).pipe(
+          // The client left before an answer: logged with nginx's 499 (client closed request).
+          Effect.andThen(logged(499))
+        )
+      ),
       Effect.catchCause((cause) => {
         const failure = cause.reasons.find((r) => r._tag === "Fail")
         const mapped = failure === undefined ? undefined : toApiError(failure.error)
@@ -189,27 +200,70 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect, pattern
         )
       })
     )
-    const finished = yield* untilResponseEnd(response, telemetry)
     const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
     const metrics = yield* RequestMetrics
     metrics.observe({ route: pattern ?? path, method: request.method, status: response.status, seconds, telemetry })
+    const finished = yield* untilResponseEnd(response, telemetry, logged(response.status))
     // `request-id` is the header the Anthropic SDK reads; `x-request-id` is everybody else's.
     return HttpServerResponse.setHeaders(finished, { "x-request-id": requestId, "request-id": requestId })
   })
 
+/** Probes and scrapes that would drown the access log: answered, measured, not logged. */
+const UNLOGGED_PATHS = new Set(["/healthz", "/readyz", "/metrics"])
+
 /**
- * Runs the request's end hooks when its response is over: a streamed body's end (completed, failed or the client
- * gone), or now for any other body. A handler interrupted before answering runs them too (see `respond`).
+ * One line per request, once its response is over (a stream's end): enough to find a request from the
+ * `x-request-id` a customer quotes and see what it cost. The key's id, never the key.
  */
-const untilResponseEnd = (response: HttpServerResponse.HttpServerResponse, telemetry: RequestTelemetry) => {
-  if (telemetry.atEnd.length === 0) return Effect.succeed(response)
-  const end = Effect.forEach(telemetry.atEnd.splice(0), (hook) => hook, { discard: true })
+const accessLog = (
+  requestId: string,
+  method: string,
+  route: string,
+  status: number,
+  telemetry: RequestTelemetry,
+  nanos: bigint
+) =>
+  Effect.logInfo("request").pipe(
+    Effect.annotateLogs({
+      requestId,
+      method,
+      route,
+      status,
+      keyId: telemetry.keyId ?? null,
+      accountId: telemetry.accountId ?? null,
+      model: telemetry.model ?? null,
+      upstream: telemetry.upstream ?? null,
+      inputTokens: telemetry.charge?.inputTokens ?? null,
+      outputTokens: telemetry.charge?.outputTokens ?? null,
+      cost: telemetry.charge === undefined ? null : formatMicros(telemetry.charge.cost),
+      durationMs: Math.round(Number(nanos) / 1e4) / 100
+    })
+  )
+
+/**
+ * Runs the request's end hooks and then `logged` when its response is over: a streamed body's end (completed,
+ * failed or the client gone), or now for any other body. A streamed body sees the request's telemetry too (its
+ * settlement notes the charge there). A handler interrupted before answering runs the hooks too (see `respond`).
+ */
+const untilResponseEnd = (
+  response: HttpServerResponse.HttpServerResponse,
+  telemetry: RequestTelemetry,
+  logged: Effect.Effect<void>
+) => {
+  const end = Effect.andThen(
+    Effect.suspend(() => Effect.forEach(telemetry.atEnd.splice(0), (hook) => hook, { discard: true })),
+    logged
+  )
   const body = response.body
   if (body._tag !== "Stream") return Effect.as(end, response)
   return Effect.succeed(
     HttpServerResponse.setBody(
       response,
-      HttpBody.stream(Stream.ensuring(body.stream, end), body.contentType, body.contentLength)
+      HttpBody.stream(
+        body.stream.pipe(Stream.provideService(CurrentTelemetry, telemetry), Stream.ensuring(end)),
+        body.contentType,
+        body.contentLength
+      )
     )
   )
 }

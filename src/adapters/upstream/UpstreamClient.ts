@@ -4,7 +4,7 @@
  * throughput of a pass-through. Effect is kept for the service, the errors and interruption: interrupting `request`, or
  * an Effect reading its body, aborts the upstream request and destroys its socket.
  */
-import { noteUpstreamTime } from "../../app/RequestTelemetry.ts"
+import { noteUpstream } from "../../app/RequestTelemetry.ts"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { type Dispatcher, Pool } from "undici"
 import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
@@ -146,9 +146,10 @@ export class UpstreamClient extends Context.Service<
           return Effect.sync(abort)
         })
         // The upstream's share of the request, for the metrics: the wait for its answer to start.
-        yield* noteUpstreamTime(Number((yield* Clock.currentTimeNanos) - sent) / 1e9)
+        const answered = response.statusCode >= 200 && response.statusCode < 300
+        yield* noteUpstream(upstream.name, Number((yield* Clock.currentTimeNanos) - sent) / 1e9, answered)
         const body = new ResponseBody(response.body, upstream.name, failure)
-        if (response.statusCode >= 200 && response.statusCode < 300) {
+        if (answered) {
           return { status: response.statusCode, headers: response.headers, body } satisfies UpstreamResponse
         }
         const key = Redacted.value(upstream.apiKey)
