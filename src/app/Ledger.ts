@@ -3,9 +3,13 @@
  * hash to shards), and each shard's writer takes whatever has queued — up to `maxBatch` — and commits it in one
  * transaction. Under load many requests' holds and settlements share a transaction; idle, a command commits alone
  * with no added wait. The rules are checked per command by the pure decider, in queue order, so batching weakens
- * none of them.
+ * none of them, and a command the database refuses fails alone (LedgerStore.commitIsolated).
+ *
+ * Around the writer: the holds this instance's requests use are live (LiveHolds) and leased in the database with
+ * their progress, so the sweep resolves only holds whose request is gone (HoldSweep); a delivered response's
+ * settlement commits or is journaled and retried until it does (`settleDelivered`, ResolutionRetries).
  */
-import { Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue, Schedule } from "effect"
+import { Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import {
@@ -15,17 +19,17 @@ import {
   KnownAccounts,
   WriterStats
 } from "../adapters/store/LedgerStore.ts"
-import { storeUnavailable } from "../adapters/store/PgEventStore.ts"
-import { dropResolvedLeases, orphanHolds, writeLeases } from "../adapters/store/PgHoldLeases.ts"
 import { formatMicros, type Micros } from "../domain/Money.ts"
 import { type Decision, decide, type LedgerCommand, type LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import { LedgerRejected } from "./LedgerErrors.ts"
 import { StoreRefused, StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
 import { usageMetrics } from "../domain/ledger/UsageMetrics.ts"
-import { LiveHolds, type Progress } from "./LiveHolds.ts"
+import { type HoldSweepOptions, makeHoldSweep } from "./HoldSweep.ts"
+import { LiveHolds, type Progress, type StoreHealth } from "./LiveHolds.ts"
+import { makeResolutionRetries, UNSTORABLE_USAGE } from "./ResolutionRetries.ts"
 import { noteCharge } from "./RequestTelemetry.ts"
-import { inMemoryJournal, type PendingResolution, SettlementJournal } from "./SettlementJournal.ts"
+import { inMemoryJournal, SettlementJournal } from "./SettlementJournal.ts"
 import { traced } from "./Traced.ts"
 
 export interface PlaceHoldInput {
@@ -41,23 +45,9 @@ export interface PlaceHoldInput {
   readonly ttlSeconds?: number | null
 }
 
-export interface LedgerOptions {
-  readonly holdTtlSeconds: number
+export interface LedgerOptions extends HoldSweepOptions {
   readonly shards: number
   readonly maxBatch: number
-  readonly sweepIntervalMillis: number
-  /**
-   * How often the leases of live holds are renewed, with their progress; undefined → the smaller of 2.5 s and an
-   * eighth of the hold TTL. A lease lasts four intervals; a stream's progress is at most two intervals old when its
-   * process dies (the bound on what a crash leaves unbilled).
-   */
-  readonly renewIntervalMillis?: number | undefined
-}
-
-/** The renewal interval and lease length `options` imply (see `LedgerOptions.renewIntervalMillis`). */
-export const leaseTimings = (options: LedgerOptions) => {
-  const renewMillis = options.renewIntervalMillis ?? Math.min(2_500, (options.holdTtlSeconds * 1000) / 8)
-  return { renewMillis, leaseMillis: 4 * renewMillis }
 }
 
 export const defaultLedgerOptions: LedgerOptions = {
@@ -115,9 +105,6 @@ interface Pending {
 
 /** The hold id of `likelyAccepted`'s probe (all zeros: `randomUUID` never makes it). */
 const PROBE_HOLD_ID = "00000000-0000-0000-0000-000000000000"
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const shardOf = (accountId: string, shards: number): number => {
   let hash = 0
@@ -225,11 +212,9 @@ export class Ledger extends Context.Service<
         const known = new KnownAccounts()
         const stats = new WriterStats()
         const journal = Option.getOrElse(yield* Effect.serviceOption(SettlementJournal), inMemoryJournal)
-        const { renewMillis, leaseMillis } = leaseTimings(options)
         const live = new LiveHolds()
         // The last time this instance saw the database fail (its start counts: it cannot know what happened before).
-        // The periodic sweep waits a whole lease after it, so every live request has renewed its lease first.
-        let troubleAt = yield* Clock.currentTimeMillis
+        const health: StoreHealth = { troubleAt: yield* Clock.currentTimeMillis }
 
         // One command's failure is its own: a batch the database refuses is split until the refused command stands
         // alone (LedgerStore.commitIsolated), and every other command of the batch commits and gets its answer.
@@ -240,7 +225,7 @@ export class Ledger extends Context.Service<
             const results = yield* commitIsolated(items, now, randomUUID, known, stats).pipe(
               Effect.provideService(SqlClient.SqlClient, sql)
             )
-            if (results.some((r) => r instanceof StoreUnavailable)) troubleAt = now.getTime()
+            if (results.some((r) => r instanceof StoreUnavailable)) health.troubleAt = now.getTime()
             yield* Effect.forEach(
               batch,
               (p, i) => {
@@ -387,146 +372,14 @@ export class Ledger extends Context.Service<
           yield* accepted(decision)
         }, traced("Ledger.release"))
 
-        // -------------------------------------------------------------------------------------------------------
         // Resolutions that must commit: retried until the database takes them, journaled against a restart.
-
-        const deferred = new Map<string, PendingResolution>()
-        const wake = yield* Queue.sliding<void>(1)
-
+        const retries = yield* makeResolutionRetries({ submit, journal, live, health, describe })
         /** A hold leaves the live set once resolved, unless its resolution still waits for the database. */
         const ended = (holdId: string) =>
           Effect.sync(() => {
-            if (!deferred.has(holdId)) live.remove(holdId)
+            if (!retries.has(holdId)) live.remove(holdId)
           })
-
-        const defer = (entry: PendingResolution) =>
-          Effect.gen(function* () {
-            const nowMs = yield* Clock.currentTimeMillis
-            troubleAt = nowMs
-            live.add(entry.holdId, entry.accountId, nowMs)
-            deferred.delete(entry.holdId)
-            deferred.set(entry.holdId, entry)
-            yield* journal
-              .record(entry)
-              .pipe(
-                Effect.catch((error) =>
-                  Effect.logError("settlement journal write failed; the settlement is retried in memory only").pipe(
-                    Effect.annotateLogs({ holdId: entry.holdId, error: error.message })
-                  )
-                )
-              )
-            yield* Queue.offer(wake, undefined)
-          })
-
-        const finish = (entry: PendingResolution) =>
-          Effect.gen(function* () {
-            deferred.delete(entry.holdId)
-            live.remove(entry.holdId)
-            yield* journal
-              .complete(entry.holdId)
-              .pipe(
-                Effect.catch((error) =>
-                  Effect.logWarning("settlement journal could not mark a settlement done").pipe(
-                    Effect.annotateLogs({ holdId: entry.holdId, error: error.message })
-                  )
-                )
-              )
-          })
-
-        /** A decision on a resolution that committed late: a rejection means someone else resolved the hold first. */
-        const reportLate = (entry: PendingResolution, decision: Decision) =>
-          decision._tag === "Accepted"
-            ? Effect.logInfo("a deferred hold resolution committed").pipe(
-                Effect.annotateLogs({ holdId: entry.holdId, kind: entry.resolution.kind })
-              )
-            : // HoldNotPending: an earlier attempt committed after all (its answer was lost), or the hold was resolved
-              // elsewhere; either way nothing more can be done for it.
-              Effect.logWarning("a deferred hold resolution found the hold already resolved").pipe(
-                Effect.annotateLogs({
-                  holdId: entry.holdId,
-                  kind: entry.resolution.kind,
-                  reason: describe(decision.rejection)
-                })
-              )
-
-        const commitResolution = (entry: PendingResolution) =>
-          Effect.flatMap(nowIso, (at) =>
-            submit(
-              entry.resolution.kind === "settle"
-                ? {
-                    type: "SettleHold",
-                    accountId: entry.accountId,
-                    holdId: entry.holdId,
-                    cost: entry.resolution.cost,
-                    usage: entry.resolution.usage,
-                    at
-                  }
-                : {
-                    type: "ReleaseHold",
-                    accountId: entry.accountId,
-                    holdId: entry.holdId,
-                    reason: entry.resolution.reason,
-                    at
-                  },
-              { actor: "settlement-retry", decidedAt: entry.decidedAt }
-            )
-          )
-
-        /** One pass over the deferred resolutions, oldest first; false when the database is still unavailable. */
-        const retryDeferred = Effect.gen(function* () {
-          for (const entry of [...deferred.values()]) {
-            const outcome = yield* Effect.exit(commitResolution(entry))
-            if (Exit.isSuccess(outcome)) {
-              yield* reportLate(entry, outcome.value)
-              yield* finish(entry)
-              continue
-            }
-            const error = Exit.findErrorOption(outcome)
-            if (error._tag === "Some" && error.value instanceof StoreRefused && entry.resolution.kind === "settle") {
-              // The usage carried something the database refuses: the cost still has to be charged.
-              const usable = { ...entry, resolution: { ...entry.resolution, usage: { unstorableUsage: true } } }
-              yield* defer(usable)
-              continue
-            }
-            if (error._tag === "Some" && error.value instanceof StoreRefused) {
-              yield* Effect.logError("a deferred hold release was refused by the database; the sweep will release it")
-              yield* finish(entry)
-              continue
-            }
-            return false
-          }
-          return true
-        })
-
-        yield* Effect.gen(function* () {
-          let delay = 200
-          for (;;) {
-            if (deferred.size === 0) {
-              yield* Queue.take(wake)
-              delay = 200
-            } else {
-              yield* Effect.sleep(delay)
-            }
-            const cleared = yield* retryDeferred
-            delay = cleared ? 200 : Math.min(delay * 2, 5_000)
-          }
-        }).pipe(Effect.forkScoped)
-
-        // What an earlier process decided and could not commit.
-        const leftover = yield* journal.pending.pipe(
-          Effect.catch((error) => Effect.as(Effect.logError("settlement journal could not be read", error.message), []))
-        )
-        if (leftover.length > 0) {
-          const nowMs = yield* Clock.currentTimeMillis
-          for (const entry of leftover) {
-            deferred.set(entry.holdId, entry)
-            live.add(entry.holdId, entry.accountId, nowMs)
-          }
-          yield* Effect.logInfo("resuming hold resolutions an earlier process could not commit").pipe(
-            Effect.annotateLogs({ count: leftover.length })
-          )
-          yield* Queue.offer(wake, undefined)
-        }
+        const defer = retries.defer
 
         const settleDelivered = Effect.fnUntraced(
           function* (accountId: string, holdId: string, cost: Micros, usage: unknown) {
@@ -547,7 +400,7 @@ export class Ledger extends Context.Service<
             yield* defer({
               holdId,
               accountId,
-              resolution: { kind: "settle", cost, usage: refused ? { unstorableUsage: true } : usage },
+              resolution: { kind: "settle", cost, usage: refused ? UNSTORABLE_USAGE : usage },
               decidedAt
             })
             // Once the response is delivered the bill must go through even if the client or the server goes away now.
@@ -555,24 +408,6 @@ export class Ledger extends Context.Service<
           Effect.uninterruptible,
           traced("Ledger.settleDelivered")
         )
-
-        // -------------------------------------------------------------------------------------------------------
-        // Leases: every renewal interval, one statement renews the leases of live holds older than the interval
-        // (with their progress) and drops those of holds that ended.
-
-        yield* Effect.gen(function* () {
-          const nowMs = yield* Clock.currentTimeMillis
-          const renewals = live.renewals(nowMs, renewMillis)
-          const gone = live.takeEnded()
-          if (renewals.length === 0 && gone.length === 0) return
-          yield* writeLeases(sql, renewals, gone, new Date(nowMs), new Date(nowMs + leaseMillis)).pipe(
-            Effect.catch((error) =>
-              Effect.sync(() => {
-                troubleAt = nowMs
-              }).pipe(Effect.andThen(Effect.logWarning("hold lease renewal failed", error.message)))
-            )
-          )
-        }).pipe(Effect.repeat(Schedule.spaced(renewMillis)), Effect.forkScoped)
 
         const releaseWith = Effect.fnUntraced(function* (
           accountId: string,
@@ -593,55 +428,8 @@ export class Ledger extends Context.Service<
           return decide(remembered.state, probe)._tag === "Accepted"
         }
 
-        const sweepExpiredHolds = Effect.gen(function* () {
-          const now = new Date(yield* Clock.currentTimeMillis)
-          const orphans = yield* orphanHolds(sql, now, 5000).pipe(
-            Effect.catchTag("SqlError", (e) => Effect.fail(storeUnavailable(e)))
-          )
-          const results = yield* Effect.forEach(
-            orphans.filter((hold) => !live.has(hold.hold_id)),
-            (hold) => {
-              const cost = BigInt(hold.cost)
-              // A request that delivered something before its process died pays for what its last lease recorded.
-              return cost > 0n
-                ? submit(
-                    {
-                      type: "SettleHold",
-                      accountId: hold.account_id,
-                      holdId: hold.hold_id,
-                      cost,
-                      usage: { ...(isRecord(hold.usage) ? hold.usage : {}), estimated: true, recovered: true },
-                      at: now.toISOString()
-                    },
-                    { actor: "recovery" }
-                  )
-                : submit(
-                    {
-                      type: "ReleaseHold",
-                      accountId: hold.account_id,
-                      holdId: hold.hold_id,
-                      reason: "expired",
-                      at: now.toISOString()
-                    },
-                    { actor: "expiry-sweep" }
-                  )
-            },
-            { concurrency: "unbounded" }
-          )
-          yield* dropResolvedLeases(sql).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeUnavailable(e))))
-          // A hold resolved meanwhile is rejected as not pending: it was resolved exactly once, by someone else.
-          return results.filter((d) => d._tag === "Accepted").length
-        }).pipe(Effect.withSpan("Ledger.sweepExpiredHolds"))
-
-        yield* Effect.gen(function* () {
-          // After any trouble with the database, wait until every live request had a whole lease to renew its own.
-          if ((yield* Clock.currentTimeMillis) - troubleAt < leaseMillis + renewMillis) return
-          yield* sweepExpiredHolds
-        }).pipe(
-          Effect.catch((error) => Effect.logWarning("hold expiry sweep failed", error.message)),
-          Effect.repeat(Schedule.spaced(options.sweepIntervalMillis)),
-          Effect.forkScoped
-        )
+        // Leases renewed for live holds, and the sweep of holds whose request is gone.
+        const { sweepExpiredHolds } = yield* makeHoldSweep({ sql, live, submit, health, options })
 
         return Ledger.of({
           openAccount,
@@ -656,7 +444,7 @@ export class Ledger extends Context.Service<
           reportProgress: (holdId, progress) => live.reportProgress(holdId, progress),
           sweepExpiredHolds,
           likelyAccepted,
-          liveStats: () => ({ liveHolds: live.size, pendingResolutions: deferred.size }),
+          liveStats: () => ({ liveHolds: live.size, pendingResolutions: retries.size() }),
           writerStats: () => ({
             batches: stats.batches,
             commands: stats.commands,

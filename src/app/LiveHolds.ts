@@ -80,3 +80,11 @@ export class LiveHolds {
     return ended
   }
 }
+
+/**
+ * When this instance last saw the database fail (its start counts: it cannot know what happened before). The
+ * periodic sweep waits a whole lease after it, so every live request has had the time to renew its own.
+ */
+export interface StoreHealth {
+  troubleAt: number
+}
