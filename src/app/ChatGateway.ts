@@ -7,10 +7,12 @@
 import { Clock, Context, Effect, Exit, Fiber, Layer, Result, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import {
-  countAnthropicMessages,
-  countGeminiContents,
-  countOpenAIChat,
-  countText
+  countText,
+  finishTally,
+  type Tally,
+  tallyAnthropicMessages,
+  tallyGeminiContents,
+  tallyOpenAIChat
 } from "../adapters/tokenizer/Tokenizer.ts"
 import type {
   ChatPlugin,
@@ -81,16 +83,19 @@ const toIR = (input: ChatInput, model: string): Converted<ChatRequest> => {
   }
 }
 
-/** Input tokens as the tokenizer counts them, in the client's own format (before any conversion). */
-const countInput = (input: ChatInput): number => {
+/**
+ * Input tokens as the tokenizer counts them, in the client's own format (before any conversion): counted at once for
+ * a request of ordinary size, the rest of a big one left for a sliced count (`finishTally`).
+ */
+const tallyInput = (input: ChatInput): Tally => {
   const body = input.body as Record<string, never>
   switch (input.dialect) {
     case "openai":
-      return countOpenAIChat({ messages: body.messages ?? [], tools: body.tools })
+      return tallyOpenAIChat({ messages: body.messages ?? [], tools: body.tools })
     case "anthropic":
-      return countAnthropicMessages({ messages: body.messages ?? [], system: body.system, tools: body.tools })
+      return tallyAnthropicMessages({ messages: body.messages ?? [], system: body.system, tools: body.tools })
     case "gemini":
-      return countGeminiContents({
+      return tallyGeminiContents({
         contents: body.contents ?? [],
         systemInstruction: body.systemInstruction,
         tools: body.tools
@@ -232,7 +237,12 @@ export class ChatGateway extends Context.Service<
         }
         const request = converted.success
         // A flat-priced plugin says how to count (or not count) its input: tokenizing a multi-MB image is wasted work.
-        const inputTokens = plugin.countInput?.({ dialect: input.dialect, body: input.body }) ?? countInput(input)
+        let inputTokens = plugin.countInput?.({ dialect: input.dialect, body: input.body })
+        if (inputTokens === undefined) {
+          // A big prompt is counted in slices, so the event loop answers other requests meanwhile.
+          const tally = tallyInput(input)
+          inputTokens = tally.deferred === undefined ? tally.tokens : yield* finishTally(tally)
+        }
         const estimate = plugin.pricing.estimate({ request, inputTokens }, model)
         const holdInput = {
           accountId: input.key.accountId,

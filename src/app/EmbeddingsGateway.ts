@@ -5,7 +5,7 @@
  * delivered (`rejected` for a refusal of the request, `failed` for an outage, `cancelled` when the client went away).
  */
 import { Context, Effect, Layer } from "effect"
-import { countText } from "../adapters/tokenizer/Tokenizer.ts"
+import { countText, finishTally, tallyTexts } from "../adapters/tokenizer/Tokenizer.ts"
 import type { EmbeddingInput, EmbeddingsReply, EmbeddingsRequest } from "../plugins/ModelPlugin.ts"
 import {
   ENDPOINT_OF_KIND,
@@ -39,6 +39,19 @@ export const wrongEndpoint = (modelId: string, kind: ResolvedModel["kind"]): str
 export const countEmbeddingInputs = (inputs: ReadonlyArray<EmbeddingInput>): number =>
   inputs.reduce((sum, input) => sum + (input._tag === "Text" ? countText(input.text) : input.tokens.length), 0)
 
+/** `countEmbeddingInputs`, with big texts counted in slices that leave the event loop free between them. */
+const countEmbeddingInputsSliced = (inputs: ReadonlyArray<EmbeddingInput>): Effect.Effect<number> => {
+  const texts: Array<string> = []
+  let tokenIds = 0
+  for (const input of inputs) {
+    if (input._tag === "Text") texts.push(input.text)
+    else tokenIds += input.tokens.length
+  }
+  const tally = tallyTexts(texts)
+  tally.tokens += tokenIds
+  return finishTally(tally)
+}
+
 export class EmbeddingsGateway extends Context.Service<
   EmbeddingsGateway,
   { readonly embed: (input: EmbeddingsInput) => Effect.Effect<EmbeddingsReply, EmbeddingsError> }
@@ -51,7 +64,7 @@ export class EmbeddingsGateway extends Context.Service<
 
       const embed = Effect.fnUntraced(function* (input: EmbeddingsInput) {
         const { plugin, model } = yield* resolveModel(registry, "embeddings", input.model, input.key, wrongEndpoint)
-        const inputTokens = countEmbeddingInputs(input.request.inputs)
+        const inputTokens = yield* countEmbeddingInputsSliced(input.request.inputs)
         const estimate = plugin.pricing.estimate({ request: input.request, inputTokens }, model)
         const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) =>
           plugin.embed({ model, request: input.request, inputTokens, requestId: input.requestId, signal })

@@ -4,7 +4,7 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { countAnthropicMessages } from "../adapters/tokenizer/Tokenizer.ts"
+import { finishTally, tallyAnthropicMessages } from "../adapters/tokenizer/Tokenizer.ts"
 import { ChatGateway, type ChatInput, type ChatResult } from "../app/ChatGateway.ts"
 import { ModelNotFound } from "../app/ChatErrors.ts"
 import { PluginRegistry } from "../plugins/PluginRegistry.ts"
@@ -51,13 +51,12 @@ const countTokens = Effect.gen(function* () {
   if (typeof body.model !== "string") return yield* badRequest("model: is required", "model")
   if ((yield* PluginRegistry).resolve(body.model) === undefined) return yield* new ModelNotFound({ model: body.model })
   if (!Array.isArray(body.messages)) return yield* badRequest("messages: expected an array", "messages")
-  return json({
-    input_tokens: countAnthropicMessages({
-      messages: body.messages,
-      system: body.system as never,
-      tools: body.tools as never
-    })
+  const tally = tallyAnthropicMessages({
+    messages: body.messages,
+    system: body.system as never,
+    tools: body.tools as never
   })
+  return json({ input_tokens: yield* finishTally(tally) })
 })
 
 const GEMINI_PATH = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/

@@ -2,10 +2,12 @@
  * Anthropic Messages as the real API speaks it: `POST /v1/messages` (JSON and the SSE event sequence),
  * `POST /v1/messages/count_tokens` and `GET /v1/models`, with the API's conversation checks and thinking signatures.
  */
-import { countAnthropicMessages, splitByTokens } from "../tokenizer/Tokenizer.ts"
+import { splitByTokens, tallyAnthropicMessages } from "../tokenizer/Tokenizer.ts"
+import type { AsyncReply } from "./audio/AudioReply.ts"
+import { withPromptTokens } from "./PromptTokens.ts"
 import { anthropicError } from "./ErrorEnvelopes.ts"
 import { arrayField, contentText, field, isRecord, type JsonRecord, numberField, stringField } from "./Json.ts"
-import { planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
+import { conversationSeed, planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
 import { eventFrame, header, json, type SimContext, type SimReply, type SimRequest } from "./SimResponse.ts"
 import { signThinking, verifyThinking } from "./ThinkingSignature.ts"
 
@@ -236,7 +238,7 @@ const fillerDelta = (block: JsonRecord | undefined, index: number, n: number): s
 }
 
 /** `POST /v1/messages`. */
-export const createMessage = (request: SimRequest, context: SimContext, replyTokens: number): SimReply => {
+export const createMessage = (request: SimRequest, context: SimContext, replyTokens: number): SimReply | AsyncReply => {
   const suffix = context.nextId()
   const requestId = `req_sim${suffix}`
   const unauthorized = checkAnthropicAuth(request, context, requestId)
@@ -262,96 +264,92 @@ export const createMessage = (request: SimRequest, context: SimContext, replyTok
     maxTokens: numberField(body, "max_tokens"),
     replyTokens,
     stopSequences: stop.filter((s): s is string => typeof s === "string"),
-    seed: JSON.stringify(messages)
+    seed: conversationSeed(messages)
   })
-  const inputTokens = countAnthropicMessages({ messages, system, tools })
-  const id = `msg_sim${suffix}`
-  const content = contentOf(plan, context.thinkingSecret)
-  const headers = { "request-id": requestId }
+  return withPromptTokens(tallyAnthropicMessages({ messages, system, tools }), (inputTokens) => {
+    const id = `msg_sim${suffix}`
+    const content = contentOf(plan, context.thinkingSecret)
+    const headers = { "request-id": requestId }
 
-  if (field(body, "stream") !== true) {
-    return json(
-      200,
-      {
-        id,
-        type: "message",
-        role: "assistant",
-        model,
-        content,
-        stop_reason: stopReason(plan),
-        stop_sequence: plan.stopSequence ?? null,
-        usage: usageOf(inputTokens, plan.outputTokens)
-      },
-      headers
-    )
-  }
+    if (field(body, "stream") !== true) {
+      return json(
+        200,
+        {
+          id,
+          type: "message",
+          role: "assistant",
+          model,
+          content,
+          stop_reason: stopReason(plan),
+          stop_sequence: plan.stopSequence ?? null,
+          usage: usageOf(inputTokens, plan.outputTokens)
+        },
+        headers
+      )
+    }
 
-  const head = [
-    eventFrame("message_start", {
-      type: "message_start",
-      message: {
-        id,
-        type: "message",
-        role: "assistant",
-        model,
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: usageOf(inputTokens, 1)
+    const head = [
+      eventFrame("message_start", {
+        type: "message_start",
+        message: {
+          id,
+          type: "message",
+          role: "assistant",
+          model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: usageOf(inputTokens, 1)
+        }
+      }),
+      eventFrame("ping", { type: "ping" })
+    ]
+    const tail: Array<string> = []
+    content.forEach((block, index) => {
+      const events = blockEvents(block, index)
+      if (index === content.length - 1) {
+        head.push(...events.open)
+        tail.push(events.close)
+      } else {
+        head.push(...events.open, events.close)
       }
-    }),
-    eventFrame("ping", { type: "ping" })
-  ]
-  const tail: Array<string> = []
-  content.forEach((block, index) => {
-    const events = blockEvents(block, index)
-    if (index === content.length - 1) {
-      head.push(...events.open)
-      tail.push(events.close)
-    } else {
-      head.push(...events.open, events.close)
+    })
+    tail.push(
+      eventFrame("message_delta", {
+        type: "message_delta",
+        delta: { stop_reason: stopReason(plan), stop_sequence: plan.stopSequence ?? null },
+        usage: {
+          input_tokens: inputTokens,
+          cache_creation_input_tokens: 0,
+          cache_read_input_tokens: 0,
+          output_tokens: plan.outputTokens
+        }
+      }),
+      eventFrame("message_stop", { type: "message_stop" })
+    )
+    const lastIndex = Math.max(0, content.length - 1)
+    return {
+      _tag: "Sse",
+      headers,
+      head,
+      tail,
+      filler: (n) => fillerDelta(content[lastIndex], lastIndex, n),
+      error: eventFrame("error", { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }),
+      malformed: `event: content_block_delta\ndata: {"type":"content_block_delta","index":${lastIndex},"delta":{\n\n`
     }
   })
-  tail.push(
-    eventFrame("message_delta", {
-      type: "message_delta",
-      delta: { stop_reason: stopReason(plan), stop_sequence: plan.stopSequence ?? null },
-      usage: {
-        input_tokens: inputTokens,
-        cache_creation_input_tokens: 0,
-        cache_read_input_tokens: 0,
-        output_tokens: plan.outputTokens
-      }
-    }),
-    eventFrame("message_stop", { type: "message_stop" })
-  )
-  const lastIndex = Math.max(0, content.length - 1)
-  return {
-    _tag: "Sse",
-    headers,
-    head,
-    tail,
-    filler: (n) => fillerDelta(content[lastIndex], lastIndex, n),
-    error: eventFrame("error", { type: "error", error: { type: "overloaded_error", message: "Overloaded" } }),
-    malformed: `event: content_block_delta\ndata: {"type":"content_block_delta","index":${lastIndex},"delta":{\n\n`
-  }
 }
 
 /** `POST /v1/messages/count_tokens`: the same count `usage.input_tokens` reports. */
-export const countTokens = (request: SimRequest, context: SimContext): SimReply => {
+export const countTokens = (request: SimRequest, context: SimContext): SimReply | AsyncReply => {
   const requestId = `req_sim${context.nextId()}`
   const unauthorized = checkAnthropicAuth(request, context, requestId)
   if (unauthorized !== undefined) return unauthorized
   const parsed = parse(request, context, false)
   if (typeof parsed === "string") return fail(400, parsed, requestId)
   const tools = arrayField(parsed.body, "tools") ?? []
-  return json(
-    200,
-    {
-      input_tokens: countAnthropicMessages({ messages: parsed.messages, system: field(parsed.body, "system"), tools })
-    },
-    { "request-id": requestId }
-  )
+  const tally = tallyAnthropicMessages({ messages: parsed.messages, system: field(parsed.body, "system"), tools })
+  return withPromptTokens(tally, (inputTokens) => json(200, { input_tokens: inputTokens }, { "request-id": requestId }))
 }
 
 /** `GET /v1/models` in Anthropic's shape (chosen when the request carries `anthropic-version`). */

@@ -2,10 +2,12 @@
  * Gemini as the real API speaks it: `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`
  * and `:countTokens`. The method sits after a colon inside the last path segment, hence the regex route.
  */
-import { countGeminiContents, splitByTokens } from "../tokenizer/Tokenizer.ts"
+import { splitByTokens, tallyGeminiContents } from "../tokenizer/Tokenizer.ts"
+import type { AsyncReply } from "./audio/AudioReply.ts"
+import { withPromptTokens } from "./PromptTokens.ts"
 import { geminiError } from "./ErrorEnvelopes.ts"
 import { arrayField, field, isRecord, type JsonRecord, numberField, stringField } from "./Json.ts"
-import { planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
+import { conversationSeed, planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
 import { dataFrame, header, json, type SimContext, type SimReply, type SimRequest } from "./SimResponse.ts"
 import { signThinking } from "./ThinkingSignature.ts"
 
@@ -95,7 +97,7 @@ export const geminiGenerate = (
   model: string,
   method: string,
   replyTokens: number
-): SimReply => {
+): SimReply | AsyncReply => {
   const unauthorized = checkGeminiAuth(request, context)
   if (unauthorized !== undefined) return unauthorized
   if (request.bodyInvalid || !isRecord(request.body)) {
@@ -114,12 +116,13 @@ export const geminiGenerate = (
   }
   const tools = arrayField(body, "tools") ?? []
   const systemInstruction = either(body, "systemInstruction", "system_instruction")
-  const promptTokens = countGeminiContents({
+  const tally = tallyGeminiContents({
     contents,
     tools,
     ...(systemInstruction === undefined ? {} : { systemInstruction })
   })
-  if (method === "countTokens") return json(200, { totalTokens: promptTokens })
+  if (method === "countTokens")
+    return withPromptTokens(tally, (promptTokens) => json(200, { totalTokens: promptTokens }))
 
   const config = either(body, "generationConfig", "generation_config")
   const thinkingConfig = either(config, "thinkingConfig", "thinking_config")
@@ -148,50 +151,52 @@ export const geminiGenerate = (
     maxTokens: numberField(config, "maxOutputTokens") ?? numberField(config, "max_output_tokens"),
     replyTokens,
     stopSequences: Array.isArray(stop) ? stop.filter((s): s is string => typeof s === "string") : [],
-    seed: JSON.stringify(contents)
+    seed: conversationSeed(contents)
   })
-  const responseId = `sim${context.nextId()}`
-  const callPart =
-    plan.toolCall === undefined
-      ? undefined
-      : {
-          functionCall: { name: plan.toolCall.name, args: plan.toolCall.arguments },
-          ...(plan.thinking === undefined
-            ? {}
-            : { thoughtSignature: signThinking(context.thinkingSecret, plan.thinking) })
+  return withPromptTokens(tally, (promptTokens) => {
+    const responseId = `sim${context.nextId()}`
+    const callPart =
+      plan.toolCall === undefined
+        ? undefined
+        : {
+            functionCall: { name: plan.toolCall.name, args: plan.toolCall.arguments },
+            ...(plan.thinking === undefined
+              ? {}
+              : { thoughtSignature: signThinking(context.thinkingSecret, plan.thinking) })
+          }
+    const response = (parts: ReadonlyArray<unknown>, final: boolean) => ({
+      candidates: [
+        {
+          content: { role: "model", parts },
+          ...(final ? { finishReason: finishReason(plan) } : {}),
+          index: 0
         }
-  const response = (parts: ReadonlyArray<unknown>, final: boolean) => ({
-    candidates: [
-      {
-        content: { role: "model", parts },
-        ...(final ? { finishReason: finishReason(plan) } : {}),
-        index: 0
-      }
-    ],
-    usageMetadata: final
-      ? usageOf(promptTokens, plan)
-      : { promptTokenCount: promptTokens, totalTokenCount: promptTokens },
-    modelVersion: model,
-    responseId
-  })
+      ],
+      usageMetadata: final
+        ? usageOf(promptTokens, plan)
+        : { promptTokenCount: promptTokens, totalTokenCount: promptTokens },
+      modelVersion: model,
+      responseId
+    })
 
-  if (method === "generateContent") {
-    const parts = [
-      ...(plan.thinking === undefined ? [] : [{ text: plan.thinking, thought: true }]),
-      ...(plan.text === undefined ? [] : [{ text: plan.text }]),
-      ...(callPart === undefined ? [] : [callPart])
+    if (method === "generateContent") {
+      const parts = [
+        ...(plan.thinking === undefined ? [] : [{ text: plan.thinking, thought: true }]),
+        ...(plan.text === undefined ? [] : [{ text: plan.text }]),
+        ...(callPart === undefined ? [] : [callPart])
+      ]
+      return json(200, response(parts, true))
+    }
+
+    const chunks: Array<ReadonlyArray<unknown>> = [
+      ...(plan.thinking === undefined
+        ? []
+        : splitByTokens(plan.thinking, TOKENS_PER_DELTA).map((text) => [{ text, thought: true }])),
+      ...(plan.text === undefined ? [] : splitByTokens(plan.text, TOKENS_PER_DELTA).map((text) => [{ text }])),
+      ...(callPart === undefined ? [] : [[callPart]])
     ]
-    return json(200, response(parts, true))
-  }
-
-  const chunks: Array<ReadonlyArray<unknown>> = [
-    ...(plan.thinking === undefined
-      ? []
-      : splitByTokens(plan.thinking, TOKENS_PER_DELTA).map((text) => [{ text, thought: true }])),
-    ...(plan.text === undefined ? [] : splitByTokens(plan.text, TOKENS_PER_DELTA).map((text) => [{ text }])),
-    ...(callPart === undefined ? [] : [[callPart]])
-  ]
-  return geminiStream(request, chunks, response)
+    return geminiStream(request, chunks, response)
+  })
 }
 
 /**

@@ -1,9 +1,11 @@
 /** OpenAI Chat Completions as the real API speaks it: `POST /v1/chat/completions` and `GET /v1/models`. */
-import { countOpenAIChat, splitByTokens } from "../tokenizer/Tokenizer.ts"
+import { splitByTokens, tallyOpenAIChat } from "../tokenizer/Tokenizer.ts"
+import type { AsyncReply } from "./audio/AudioReply.ts"
 import { openAIError } from "./ErrorEnvelopes.ts"
 import { invalid, modelNotFound } from "./OpenAIReplies.ts"
 import { arrayField, contentText, field, isRecord, numberField, stringField } from "./Json.ts"
-import { planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
+import { withPromptTokens } from "./PromptTokens.ts"
+import { conversationSeed, planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
 import {
   dataFrame,
   header,
@@ -122,7 +124,11 @@ const splitJson = (text: string): ReadonlyArray<string> => {
 }
 
 /** `POST /v1/chat/completions`. */
-export const chatCompletions = (request: SimRequest, context: SimContext, replyTokens: number): SimReply => {
+export const chatCompletions = (
+  request: SimRequest,
+  context: SimContext,
+  replyTokens: number
+): SimReply | AsyncReply => {
   const unauthorized = checkOpenAIAuth(request, context)
   if (unauthorized !== undefined) return unauthorized
   if (request.bodyInvalid || !isRecord(request.body)) {
@@ -170,107 +176,108 @@ export const chatCompletions = (request: SimRequest, context: SimContext, replyT
     replyTokens,
     stopSequences:
       typeof stop === "string" ? [stop] : Array.isArray(stop) ? stop.filter((s) => typeof s === "string") : [],
-    seed: JSON.stringify(messages)
+    seed: conversationSeed(messages)
   })
-  const promptTokens = countOpenAIChat({ messages, tools })
-  const id = `chatcmpl-sim${context.nextId()}`
-  const toolCall =
-    plan.toolCall === undefined
-      ? undefined
-      : {
-          id: context.toolCallIds === "kimi" ? `functions.${plan.toolCall.name}:0` : `call_${plan.toolCall.key}`,
-          type: "function" as const,
-          function: { name: plan.toolCall.name, arguments: JSON.stringify(plan.toolCall.arguments) }
-        }
-  const finish = finishReason(plan, mode._tag === "Named")
-  const headers = { "x-request-id": `req_sim${id.slice(11)}` }
-
-  if (!stream) {
-    return json(
-      200,
-      {
-        id,
-        object: "chat.completion",
-        created: context.createdSeconds,
-        model,
-        choices: [
-          {
-            index: 0,
-            message: {
-              role: "assistant",
-              content: plan.text ?? null,
-              refusal: null,
-              ...(plan.thinking === undefined ? {} : { reasoning_content: plan.thinking }),
-              ...(toolCall === undefined ? {} : { tool_calls: [toolCall] }),
-              annotations: []
-            },
-            logprobs: null,
-            finish_reason: finish
+  return withPromptTokens(tallyOpenAIChat({ messages, tools }), (promptTokens) => {
+    const id = `chatcmpl-sim${context.nextId()}`
+    const toolCall =
+      plan.toolCall === undefined
+        ? undefined
+        : {
+            id: context.toolCallIds === "kimi" ? `functions.${plan.toolCall.name}:0` : `call_${plan.toolCall.key}`,
+            type: "function" as const,
+            function: { name: plan.toolCall.name, arguments: JSON.stringify(plan.toolCall.arguments) }
           }
-        ],
-        usage: usageOf(promptTokens, plan),
-        service_tier: "default",
-        system_fingerprint: "fp_simulator"
-      },
-      headers
-    )
-  }
+    const finish = finishReason(plan, mode._tag === "Named")
+    const headers = { "x-request-id": `req_sim${id.slice(11)}` }
 
-  const includeUsage = field(field(body, "stream_options"), "include_usage") === true
-  const chunk = (delta: unknown, finishReason: string | null = null) =>
-    dataFrame({
-      id,
-      object: "chat.completion.chunk",
-      created: context.createdSeconds,
-      model,
-      system_fingerprint: "fp_simulator",
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
-      ...(includeUsage ? { usage: null } : {})
-    })
-  const head = [chunk({ role: "assistant", content: "", refusal: null })]
-  if (plan.thinking !== undefined) {
-    for (const piece of splitByTokens(plan.thinking, TOKENS_PER_DELTA)) head.push(chunk({ reasoning_content: piece }))
-  }
-  if (plan.text !== undefined) {
-    for (const piece of splitByTokens(plan.text, TOKENS_PER_DELTA)) head.push(chunk({ content: piece }))
-  }
-  if (toolCall !== undefined) {
-    head.push(
-      chunk({
-        tool_calls: [
-          { index: 0, id: toolCall.id, type: "function", function: { name: toolCall.function.name, arguments: "" } }
-        ]
-      })
-    )
-    for (const piece of splitJson(toolCall.function.arguments)) {
-      head.push(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }))
+    if (!stream) {
+      return json(
+        200,
+        {
+          id,
+          object: "chat.completion",
+          created: context.createdSeconds,
+          model,
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: "assistant",
+                content: plan.text ?? null,
+                refusal: null,
+                ...(plan.thinking === undefined ? {} : { reasoning_content: plan.thinking }),
+                ...(toolCall === undefined ? {} : { tool_calls: [toolCall] }),
+                annotations: []
+              },
+              logprobs: null,
+              finish_reason: finish
+            }
+          ],
+          usage: usageOf(promptTokens, plan),
+          service_tier: "default",
+          system_fingerprint: "fp_simulator"
+        },
+        headers
+      )
     }
-  }
-  const tail = [chunk({}, finish)]
-  if (includeUsage) {
-    tail.push(
+
+    const includeUsage = field(field(body, "stream_options"), "include_usage") === true
+    const chunk = (delta: unknown, finishReason: string | null = null) =>
       dataFrame({
         id,
         object: "chat.completion.chunk",
         created: context.createdSeconds,
         model,
         system_fingerprint: "fp_simulator",
-        choices: [],
-        usage: usageOf(promptTokens, plan)
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+        ...(includeUsage ? { usage: null } : {})
       })
-    )
-  }
-  tail.push("data: [DONE]\n\n")
-  const reply: SseReply = {
-    _tag: "Sse",
-    headers,
-    head,
-    tail,
-    filler: (n) => chunk({ content: ` filler ${n}.` }),
-    error: dataFrame(openAIError(500, "The server had an error while processing your request (simulated).")),
-    malformed: `data: {"id":"${id}","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":\n\n`
-  }
-  return reply
+    const head = [chunk({ role: "assistant", content: "", refusal: null })]
+    if (plan.thinking !== undefined) {
+      for (const piece of splitByTokens(plan.thinking, TOKENS_PER_DELTA)) head.push(chunk({ reasoning_content: piece }))
+    }
+    if (plan.text !== undefined) {
+      for (const piece of splitByTokens(plan.text, TOKENS_PER_DELTA)) head.push(chunk({ content: piece }))
+    }
+    if (toolCall !== undefined) {
+      head.push(
+        chunk({
+          tool_calls: [
+            { index: 0, id: toolCall.id, type: "function", function: { name: toolCall.function.name, arguments: "" } }
+          ]
+        })
+      )
+      for (const piece of splitJson(toolCall.function.arguments)) {
+        head.push(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }))
+      }
+    }
+    const tail = [chunk({}, finish)]
+    if (includeUsage) {
+      tail.push(
+        dataFrame({
+          id,
+          object: "chat.completion.chunk",
+          created: context.createdSeconds,
+          model,
+          system_fingerprint: "fp_simulator",
+          choices: [],
+          usage: usageOf(promptTokens, plan)
+        })
+      )
+    }
+    tail.push("data: [DONE]\n\n")
+    const reply: SseReply = {
+      _tag: "Sse",
+      headers,
+      head,
+      tail,
+      filler: (n) => chunk({ content: ` filler ${n}.` }),
+      error: dataFrame(openAIError(500, "The server had an error while processing your request (simulated).")),
+      malformed: `data: {"id":"${id}","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":\n\n`
+    }
+    return reply
+  })
 }
 
 /** `GET /v1/models` in OpenAI's shape. */

@@ -71,12 +71,49 @@ const ASKS_FOR_TOOL = /\buse (?:the|a|your|my) tools?\b|\bcall\b|\binvoke\b|\bus
 
 const digest = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex")
 
+/** Longest echo of the prompt: a reply, its thinking and its stream stay small whatever the prompt. */
+const MAX_EXCERPT_CHARS = 1000
+const WORD = /\S+/g
+
+/** The first `count` words, read no further than needed (a prompt can be 30 MB), at most MAX_EXCERPT_CHARS long. */
 const firstWords = (text: string, count: number): string => {
-  const words = text
-    .trim()
-    .split(/\s+/)
-    .filter((word) => word.length > 0)
-  return words.slice(0, count).join(" ") + (words.length > count ? "…" : "")
+  const words: Array<string> = []
+  WORD.lastIndex = 0
+  let more = false
+  for (let match = WORD.exec(text); match !== null; match = WORD.exec(text)) {
+    if (words.length === count) {
+      more = true
+      break
+    }
+    words.push(match[0])
+  }
+  const excerpt = words.join(" ")
+  if (excerpt.length <= MAX_EXCERPT_CHARS) return excerpt + (more ? "…" : "")
+  // Never between the two halves of a surrogate pair.
+  const cut =
+    (excerpt.charCodeAt(MAX_EXCERPT_CHARS - 1) & 0xfc00) === 0xd800 ? MAX_EXCERPT_CHARS - 1 : MAX_EXCERPT_CHARS
+  return `${excerpt.slice(0, cut)}…`
+}
+
+/** Characters of a conversation's strings that go into its seed as they are; longer ones are summarized. */
+const SEED_CHARS = 1_000_000
+
+/**
+ * A request's seed: its serialized conversation, identical to `JSON.stringify(conversation)` while its strings total
+ * at most SEED_CHARS characters. Past that, each further string is represented by its length and its ends, so a
+ * 30 MB prompt is not serialized (and hashed) whole on the event loop.
+ */
+export const conversationSeed = (conversation: unknown): string => {
+  let room = SEED_CHARS
+  return JSON.stringify(conversation, (_key, value: unknown) => {
+    if (typeof value !== "string") return value
+    if (value.length <= room) {
+      room -= value.length
+      return value
+    }
+    room = 0
+    return `${value.length}:${value.slice(0, 64)}…${value.slice(-64)}`
+  })
 }
 
 const chooseTool = (turn: Turn): ToolSpec | undefined => {

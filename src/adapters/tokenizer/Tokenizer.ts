@@ -2,8 +2,14 @@
  * Token counting with the o200k_base BPE (GPT-4o / GPT-5 family). It is exact for OpenAI text and a close, stable
  * estimate for other vendors, which is what holds and the simulator need: the same input always gives the same count.
  */
-import { Context, Layer } from "effect"
-import { countTokens, encode as encodeO200k, decode as decodeO200k } from "gpt-tokenizer/encoding/o200k_base"
+import { Context, Effect, Layer } from "effect"
+import {
+  countTokens,
+  decode as decodeO200k,
+  encode as encodeO200k,
+  setMergeCacheSize
+} from "gpt-tokenizer/encoding/o200k_base"
+import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants"
 
 /** Tokens added per chat message for role and framing (OpenAI's published `tokens_per_message` for gpt-4o). */
 export const MESSAGE_OVERHEAD_TOKENS = 3
@@ -14,47 +20,166 @@ export const IMAGE_TOKENS = 765
 /** Fixed estimate per audio or file part whose length cannot be known without decoding it. */
 export const ATTACHMENT_TOKENS = 1000
 
+// The library keeps the BPE merges of up to 100,000 pre-tokens in a Map it uses as an LRU. Once full, every miss
+// evicts the Map's first entry, and V8 skips the deleted entries before it on each eviction: measured, counting 10 MB
+// of words took 6.7 s after a 2 MB random text had filled the cache, against 0.26 s before. At 1,000 entries the same
+// text takes 0.46 s after and common words still hit.
+setMergeCacheSize(1000)
+
 // Vendors treat `<|endoftext|>` in user text as plain text; the library would throw on it by default.
 const plainText = { disallowedSpecial: new Set<string>() }
 
-// BPE merges cost superlinear time in the length of one pre-token: a 50,000-character run without a space takes
-// seconds and blocks the event loop. Long texts are therefore encoded in chunks of about CHUNK characters, cut only
-// before a space that starts a word (o200k's pre-tokenizer never joins across that point, so ordinary text counts
-// exactly as in one piece), and a run longer than MAX_RUN without a space is cut every MAX_RUN characters: at most
-// one extra token per cut, an over-estimate a hold can carry.
-const MAX_RUN = 256
+// BPE merges cost superlinear time in the length of one pre-token (a 50,000-character run without a space takes
+// seconds), and the library's `encode` spreads a pre-token's tokens into one call's arguments (a RangeError past
+// ~100,000). Long texts are therefore tokenized in chunks of about CHUNK characters, cut on a boundary of o200k's own
+// pre-tokenizer after a character that is not whitespace: its regex has no look-behind and looks ahead only for
+// whitespace, so each chunk splits into the same pre-tokens as the whole text and ordinary text counts exactly as in
+// one piece. A pre-token longer than MAX_PIECE (a run of letters, spaces or symbols) is cut every MAX_PIECE
+// characters: at most one extra token per cut, an over-estimate a hold can carry.
+const MAX_PIECE = 64
 const CHUNK = 4096
-const PIECE = new RegExp(` ?[^ ]{1,${MAX_RUN}}| +`, "g")
-const LONG_RUN = new RegExp(`[^ ]{${MAX_RUN + 1}}`)
+/** Characters tokenized in one synchronous step: ~0.5 ms of ordinary text, ~40 ms of the costliest (random CJK). */
+export const SLICE_CHARS = 16_384
+const PRE_TOKEN = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, "gu")
+// A pre-token longer than MAX_PIECE holds MAX_PIECE characters in a row without a space (letters, symbols, at most
+// one leading space) or is whitespace only; text without either is tokenized in one piece, as the library would.
+const LONG_PIECE = new RegExp(`[^ ]{${MAX_PIECE}}|\\s{${MAX_PIECE + 1}}`)
 
-/** Tokens of a plain string (counted without building the token array). */
+/**
+ * Whether a chunk may end after a pre-token ending in this character. The one look-ahead of the pre-tokenizer,
+ * `\s+(?!\S)`, only matches whitespace ending in a space or the like; a pre-token ending in anything else (a line
+ * break included: whitespace with one is matched earlier, by `\s*[\r\n]+`) splits the same in a chunk.
+ */
+const isCutAfter = (code: number): boolean =>
+  code === 10 ||
+  code === 13 ||
+  !(code === 32 || code === 9 || code === 11 || code === 12 || (code > 127 && /\s/.test(String.fromCharCode(code))))
+
+/** Whether `text` is tokenized in one piece (no chunking needed). */
+const isSmall = (text: string): boolean => text.length <= MAX_PIECE || (text.length <= CHUNK && !LONG_PIECE.test(text))
+
+/**
+ * Hands `text` from `from` on to `visit` in exact pieces (see above), each at most CHUNK characters, and stops after
+ * about `budget` characters or once `visit` returns false. Returns where it stopped (`text.length` once done); a
+ * later call from there goes on as if there had been no stop. The pre-tokenizer only sees a window of `budget` plus
+ * two chunks, so a slice never scans the rest of a long run (which would make slicing quadratic).
+ */
+const forEachPiece = (text: string, from: number, budget: number, visit: (piece: string) => boolean): number => {
+  const windowEnd = Math.min(text.length, from + budget + 2 * CHUNK)
+  const window = windowEnd === text.length ? text : text.slice(0, windowEnd)
+  let start = from
+  let end = from
+  PRE_TOKEN.lastIndex = from
+  for (;;) {
+    const match = PRE_TOKEN.exec(window)
+    if (match === null) {
+      // The end of the text (every character belongs to some pre-token, so only there).
+      if (windowEnd > start) visit(text.slice(start, windowEnd))
+      return windowEnd
+    }
+    const at = match.index
+    const matchEnd = at + match[0].length
+    // A pre-token that reaches the window's end may go on past it: it is read again from the next window.
+    const cutShort = matchEnd === windowEnd && windowEnd < text.length
+    if (matchEnd - at > MAX_PIECE) {
+      if (at > start && !visit(text.slice(start, at))) return at
+      let cut = at
+      while (cut < matchEnd) {
+        let next = Math.min(cut + MAX_PIECE, matchEnd)
+        if (next === matchEnd && cutShort) return cut
+        // Never between the two halves of a surrogate pair.
+        if (next < matchEnd && (text.charCodeAt(next - 1) & 0xfc00) === 0xd800) next -= 1
+        if (!visit(text.slice(cut, next))) return next
+        cut = next
+        if (cut - from >= budget) return cut
+      }
+      start = end = matchEnd
+      if (start - from >= budget) return start
+      PRE_TOKEN.lastIndex = matchEnd
+      continue
+    }
+    if (cutShort) {
+      // A window is two chunks longer than the budget, so a chunk was cut before; this fallback only ensures progress.
+      if (start > from || end === start) return start
+      visit(text.slice(start, end))
+      return end
+    }
+    if (matchEnd - start > CHUNK && end > start && isCutAfter(text.charCodeAt(end - 1))) {
+      if (!visit(text.slice(start, end))) return end
+      start = end
+      if (start - from >= budget) return start
+    }
+    end = matchEnd
+  }
+}
+
+/** Tokens of `text` from `from` on, about `budget` characters of it, and where the count stopped. */
+const countSome = (text: string, from: number, budget: number): { readonly tokens: number; readonly next: number } => {
+  let tokens = 0
+  const next = forEachPiece(text, from, budget, (piece) => {
+    tokens += countTokens(piece, plainText)
+    return true
+  })
+  return { tokens, next }
+}
+
+/** Tokens of a plain string (counted without building the token array), synchronously whatever its length. */
 export const countText = (text: string): number => {
   if (text.length === 0) return 0
-  if (text.length <= CHUNK && !LONG_RUN.test(text)) return countTokens(text, plainText)
+  if (isSmall(text)) return countTokens(text, plainText)
   let total = 0
-  let chunk = ""
-  for (const match of text.matchAll(PIECE)) {
-    if (chunk.length + match[0].length > CHUNK) {
-      total += countTokens(chunk, plainText)
-      chunk = ""
-    }
-    chunk += match[0]
+  for (let at = 0; at < text.length; ) {
+    const some = countSome(text, at, SLICE_CHARS)
+    total += some.tokens
+    at = some.next
   }
-  return chunk.length === 0 ? total : total + countTokens(chunk, plainText)
+  return total
 }
+
+/**
+ * Tokens of a plain string, `countText`'s count, tokenized SLICE_CHARS characters at a time with a yield to the event
+ * loop between slices (the scheduler resumes the fiber from `setImmediate`, after pending I/O such as a health check).
+ */
+export const countTextSliced = (text: string): Effect.Effect<number> =>
+  isSmall(text)
+    ? Effect.sync(() => countText(text))
+    : Effect.gen(function* () {
+        let total = 0
+        for (let at = 0; at < text.length; ) {
+          if (at > 0) yield* Effect.yieldNow
+          const some = countSome(text, at, SLICE_CHARS)
+          total += some.tokens
+          at = some.next
+        }
+        return total
+      })
 
 /** The longest prefix of `text` that fits in `maxTokens` tokens (cut on a token boundary). */
 export const truncateToTokens = (text: string, maxTokens: number): string => {
   if (maxTokens <= 0) return ""
-  const tokens = encodeO200k(text, plainText)
-  return tokens.length <= maxTokens ? text : decodeO200k(tokens.slice(0, maxTokens))
+  if (isSmall(text)) {
+    const tokens = encodeO200k(text, plainText)
+    return tokens.length <= maxTokens ? text : decodeO200k(tokens.slice(0, maxTokens))
+  }
+  // Only the prefix that holds the first `maxTokens` tokens is encoded.
+  let kept: Array<number> = []
+  let fits = true
+  forEachPiece(text, 0, Number.POSITIVE_INFINITY, (piece) => {
+    const tokens = encodeO200k(piece, plainText)
+    if (kept.length + tokens.length > maxTokens) {
+      kept = kept.concat(tokens.slice(0, maxTokens - kept.length))
+      fits = false
+      return false
+    }
+    kept = kept.concat(tokens)
+    return true
+  })
+  return fits ? text : decodeO200k(kept)
 }
 
-/** The text split into pieces of about `tokensPerPiece` tokens, for streaming deltas; joining them gives `text`. */
-export const splitByTokens = (text: string, tokensPerPiece: number): ReadonlyArray<string> => {
+/** `text` split into pieces of about `tokensPerPiece` tokens; joining them gives `text`. */
+const splitPiece = (text: string, size: number, pieces: Array<string>): void => {
   const tokens = encodeO200k(text, plainText)
-  const size = Math.max(1, Math.floor(tokensPerPiece))
-  const pieces: Array<string> = []
   let start = 0
   let consumed = 0
   while (start < tokens.length) {
@@ -70,54 +195,112 @@ export const splitByTokens = (text: string, tokensPerPiece: number): ReadonlyArr
     consumed += exact.length
     start = end
   }
+}
+
+/** The text split into pieces of about `tokensPerPiece` tokens, for streaming deltas; joining them gives `text`. */
+export const splitByTokens = (text: string, tokensPerPiece: number): ReadonlyArray<string> => {
+  const size = Math.max(1, Math.floor(tokensPerPiece))
+  const pieces: Array<string> = []
+  if (isSmall(text)) splitPiece(text, size, pieces)
+  else {
+    forEachPiece(text, 0, Number.POSITIVE_INFINITY, (piece) => {
+      splitPiece(piece, size, pieces)
+      return true
+    })
+  }
   return pieces
 }
 
 type Json = unknown
+
+/**
+ * A count in progress: the tokens so far, the characters that may still be tokenized right away (`room`), and the
+ * texts left for a sliced count once the room is used up. A small request is counted in full while it is walked.
+ */
+export interface Tally {
+  tokens: number
+  room: number
+  deferred: Array<string> | undefined
+}
+
+const addText = (tally: Tally, text: string): void => {
+  if (text.length === 0) return
+  if (tally.deferred === undefined && text.length <= tally.room) {
+    tally.room -= text.length
+    tally.tokens += countText(text)
+  } else if (tally.deferred === undefined) tally.deferred = [text]
+  else tally.deferred.push(text)
+}
 
 const isRecord = (value: Json): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 const asString = (value: Json): string => (typeof value === "string" ? value : "")
 
-const countJson = (value: Json): number =>
-  value === undefined ? 0 : countText(typeof value === "string" ? value : JSON.stringify(value))
+const addJson = (tally: Tally, value: Json): void => {
+  if (value !== undefined) addText(tally, typeof value === "string" ? value : JSON.stringify(value))
+}
 
 const isImagePart = (type: string): boolean =>
   type === "image_url" || type === "image" || type === "input_image" || type === "inlineData" || type === "inline_data"
 
 /** One content part of any of the three dialects. Unknown parts are counted as their JSON text. */
-const countPart = (part: Json): number => {
-  if (typeof part === "string") return countText(part)
-  if (!isRecord(part)) return 0
+const addPart = (tally: Tally, part: Json): void => {
+  if (typeof part === "string") {
+    addText(tally, part)
+    return
+  }
+  if (!isRecord(part)) return
   const type = asString(part.type)
   if (typeof part.text === "string" && (type === "" || type === "text" || type === "input_text")) {
-    return countText(part.text)
+    addText(tally, part.text)
+  } else if (isImagePart(type)) {
+    tally.tokens += IMAGE_TOKENS
+  } else if (type === "input_audio" || type === "file" || type === "document") {
+    tally.tokens += ATTACHMENT_TOKENS
+  } else if (type === "tool_use") {
+    addText(tally, asString(part.name))
+    addJson(tally, part.input)
+  } else if (type === "tool_result") {
+    addContent(tally, part.content)
+  } else if (type === "thinking") {
+    addText(tally, asString(part.thinking))
+  } else if (type === "redacted_thinking") {
+    addText(tally, asString(part.data))
+  } else {
+    addGeminiPart(tally, part)
   }
-  if (isImagePart(type)) return IMAGE_TOKENS
-  if (type === "input_audio" || type === "file" || type === "document") return ATTACHMENT_TOKENS
-  if (type === "tool_use") return countText(asString(part.name)) + countJson(part.input)
-  if (type === "tool_result") return countContent(part.content)
-  if (type === "thinking") return countText(asString(part.thinking))
-  if (type === "redacted_thinking") return countText(asString(part.data))
-  // Gemini parts carry no `type`; the key that is present says what they are.
+}
+
+// Gemini parts carry no `type`; the key that is present says what they are.
+const addGeminiPart = (tally: Tally, part: Record<string, unknown>): void => {
   const inline = part.inlineData ?? part.inline_data
-  if (isRecord(inline)) {
-    return asString(inline.mimeType ?? inline.mime_type).startsWith("image/") ? IMAGE_TOKENS : ATTACHMENT_TOKENS
-  }
-  if (isRecord(part.fileData ?? part.file_data)) return ATTACHMENT_TOKENS
   const call = part.functionCall ?? part.function_call
-  if (isRecord(call)) return countText(asString(call.name)) + countJson(call.args)
   const response = part.functionResponse ?? part.function_response
-  if (isRecord(response)) return countText(asString(response.name)) + countJson(response.response)
-  return countJson(part)
+  if (isRecord(inline)) {
+    const mimeType = asString(inline.mimeType ?? inline.mime_type)
+    tally.tokens += mimeType.startsWith("image/") ? IMAGE_TOKENS : ATTACHMENT_TOKENS
+  } else if (isRecord(part.fileData ?? part.file_data)) {
+    tally.tokens += ATTACHMENT_TOKENS
+  } else if (isRecord(call)) {
+    addText(tally, asString(call.name))
+    addJson(tally, call.args)
+  } else if (isRecord(response)) {
+    addText(tally, asString(response.name))
+    addJson(tally, response.response)
+  } else {
+    addJson(tally, part)
+  }
 }
 
 /** A message `content`: a string, an array of parts, or null. */
-export const countContent = (content: Json): number => {
-  if (typeof content === "string") return countText(content)
-  if (Array.isArray(content)) return content.reduce((sum: number, part) => sum + countPart(part), 0)
-  return 0
+const addContent = (tally: Tally, content: Json): void => {
+  if (typeof content === "string") addText(tally, content)
+  else if (Array.isArray(content)) for (const part of content) addPart(tally, part)
+}
+
+const addTools = (tally: Tally, tools: ReadonlyArray<unknown> | null | undefined): void => {
+  if (tools && tools.length > 0) addJson(tally, tools)
 }
 
 /** An OpenAI-shaped chat request: the fields that cost input tokens. */
@@ -126,26 +309,25 @@ export interface OpenAIChatInput {
   readonly tools?: ReadonlyArray<unknown> | null | undefined
 }
 
-const countOpenAIMessage = (message: Json): number => {
-  if (!isRecord(message)) return 0
-  let tokens = MESSAGE_OVERHEAD_TOKENS + countText(asString(message.role)) + countContent(message.content)
-  if (typeof message.name === "string") tokens += countText(message.name) + 1
+const addOpenAIMessage = (tally: Tally, message: Json): void => {
+  if (!isRecord(message)) return
+  tally.tokens += MESSAGE_OVERHEAD_TOKENS
+  addText(tally, asString(message.role))
+  addContent(tally, message.content)
+  if (typeof message.name === "string") {
+    addText(tally, message.name)
+    tally.tokens += 1
+  }
   if (Array.isArray(message.tool_calls)) {
     for (const call of message.tool_calls) {
       const fn = isRecord(call) && isRecord(call.function) ? call.function : {}
-      tokens += countText(asString(fn.name)) + countText(asString(fn.arguments))
+      addText(tally, asString(fn.name))
+      addText(tally, asString(fn.arguments))
     }
   }
   const reasoning = message.reasoning_content ?? message.reasoning
-  if (typeof reasoning === "string") tokens += countText(reasoning)
-  return tokens
+  if (typeof reasoning === "string") addText(tally, reasoning)
 }
-
-/** Input tokens of an OpenAI chat completion request (messages, tool definitions and reply priming). */
-export const countOpenAIChat = (request: OpenAIChatInput): number =>
-  request.messages.reduce((sum: number, message) => sum + countOpenAIMessage(message), 0) +
-  (request.tools && request.tools.length > 0 ? countJson(request.tools) : 0) +
-  REPLY_PRIMING_TOKENS
 
 /** An Anthropic-shaped messages request: the fields that cost input tokens. */
 export interface AnthropicMessagesInput {
@@ -154,16 +336,6 @@ export interface AnthropicMessagesInput {
   readonly tools?: ReadonlyArray<unknown> | null | undefined
 }
 
-/** Input tokens of an Anthropic messages request (system, messages, tool definitions and reply priming). */
-export const countAnthropicMessages = (request: AnthropicMessagesInput): number =>
-  (request.system === undefined || request.system === null ? 0 : countContent(request.system)) +
-  request.messages.reduce(
-    (sum: number, message) => sum + (isRecord(message) ? MESSAGE_OVERHEAD_TOKENS + countContent(message.content) : 0),
-    0
-  ) +
-  (request.tools && request.tools.length > 0 ? countJson(request.tools) : 0) +
-  REPLY_PRIMING_TOKENS
-
 /** A Gemini `generateContent` request: the fields that cost input tokens. */
 export interface GeminiContentsInput {
   readonly contents: ReadonlyArray<unknown>
@@ -171,15 +343,83 @@ export interface GeminiContentsInput {
   readonly tools?: ReadonlyArray<unknown> | null | undefined
 }
 
-const countGeminiContent = (content: Json): number =>
-  isRecord(content) && Array.isArray(content.parts) ? countContent(content.parts) : countContent(content)
+const addGeminiContent = (tally: Tally, content: Json): void => {
+  addContent(tally, isRecord(content) && Array.isArray(content.parts) ? content.parts : content)
+}
+
+/**
+ * Walks a request with `room` characters to tokenize at once: the tally holds the whole count when the request's
+ * texts fit in it, otherwise the count so far and the texts left for `finishTally`.
+ */
+export const tallyOpenAIChat = (request: OpenAIChatInput, room: number = SLICE_CHARS): Tally => {
+  const tally: Tally = { tokens: REPLY_PRIMING_TOKENS, room, deferred: undefined }
+  for (const message of request.messages) addOpenAIMessage(tally, message)
+  addTools(tally, request.tools)
+  return tally
+}
+
+export const tallyAnthropicMessages = (request: AnthropicMessagesInput, room: number = SLICE_CHARS): Tally => {
+  const tally: Tally = { tokens: REPLY_PRIMING_TOKENS, room, deferred: undefined }
+  if (request.system !== undefined && request.system !== null) addContent(tally, request.system)
+  for (const message of request.messages) {
+    if (!isRecord(message)) continue
+    tally.tokens += MESSAGE_OVERHEAD_TOKENS
+    addContent(tally, message.content)
+  }
+  addTools(tally, request.tools)
+  return tally
+}
+
+export const tallyGeminiContents = (request: GeminiContentsInput, room: number = SLICE_CHARS): Tally => {
+  const tally: Tally = { tokens: REPLY_PRIMING_TOKENS, room, deferred: undefined }
+  if (request.systemInstruction !== undefined) addGeminiContent(tally, request.systemInstruction)
+  for (const content of request.contents) {
+    tally.tokens += MESSAGE_OVERHEAD_TOKENS
+    addGeminiContent(tally, content)
+  }
+  addTools(tally, request.tools)
+  return tally
+}
+
+/** Plain texts (embedding inputs, prompts) as one tally. */
+export const tallyTexts = (texts: ReadonlyArray<string>, room: number = SLICE_CHARS): Tally => {
+  const tally: Tally = { tokens: 0, room, deferred: undefined }
+  for (const text of texts) addText(tally, text)
+  return tally
+}
+
+/** The tally's total: its deferred texts are counted in slices, yielding to the event loop between them. */
+export const finishTally = (tally: Tally): Effect.Effect<number> => {
+  const deferred = tally.deferred
+  if (deferred === undefined) return Effect.succeed(tally.tokens)
+  return Effect.gen(function* () {
+    let total = tally.tokens
+    for (const text of deferred) {
+      yield* Effect.yieldNow
+      total += yield* countTextSliced(text)
+    }
+    return total
+  })
+}
+
+/** A message `content`: a string, an array of parts, or null (counted synchronously, whatever its length). */
+export const countContent = (content: Json): number => {
+  const tally: Tally = { tokens: 0, room: Number.POSITIVE_INFINITY, deferred: undefined }
+  addContent(tally, content)
+  return tally.tokens
+}
+
+/** Input tokens of an OpenAI chat completion request (messages, tool definitions and reply priming). */
+export const countOpenAIChat = (request: OpenAIChatInput): number =>
+  tallyOpenAIChat(request, Number.POSITIVE_INFINITY).tokens
+
+/** Input tokens of an Anthropic messages request (system, messages, tool definitions and reply priming). */
+export const countAnthropicMessages = (request: AnthropicMessagesInput): number =>
+  tallyAnthropicMessages(request, Number.POSITIVE_INFINITY).tokens
 
 /** Input tokens of a Gemini request (system instruction, contents, tool declarations and reply priming). */
 export const countGeminiContents = (request: GeminiContentsInput): number =>
-  (request.systemInstruction === undefined ? 0 : countGeminiContent(request.systemInstruction)) +
-  request.contents.reduce((sum: number, content) => sum + MESSAGE_OVERHEAD_TOKENS + countGeminiContent(content), 0) +
-  (request.tools && request.tools.length > 0 ? countJson(request.tools) : 0) +
-  REPLY_PRIMING_TOKENS
+  tallyGeminiContents(request, Number.POSITIVE_INFINITY).tokens
 
 /** Token counting as a service, so callers that want a different encoding can swap the layer. */
 export class Tokenizer extends Context.Service<
