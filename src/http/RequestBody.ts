@@ -3,6 +3,7 @@
  * schema failures as 400s that name the offending field (`models[3].pricing.input: expected a decimal string`), and
  * the limits of InputLimits.ts (nesting depth; storable text) checked in the same pass for every JSON body.
  */
+import { parseInSlices } from "../adapters/json/SlicedJson.ts"
 import { Effect, Result, Schema, SchemaIssue } from "effect"
 import { HttpIncomingMessage, type HttpServerRequest } from "effect/http"
 import { type ApiError, apiError, badRequest } from "./ApiError.ts"
@@ -75,6 +76,34 @@ const utf8 = new TextDecoder("utf-8", { fatal: true })
  */
 export type BodyText = "stored" | "forwarded"
 
+/** Bodies past this many bytes are decoded a slice at a time, the event loop let in between (a 30 MB prompt). */
+const DECODE_SLICE = 4 * 1024 * 1024
+
+const notUtf8 = () => badRequest("the request body is not valid UTF-8")
+
+/** The body as text: strict UTF-8 (an invalid byte is a 400), in slices for a large body. */
+const decodeUtf8 = (bytes: Uint8Array) => {
+  if (bytes.length <= DECODE_SLICE) {
+    return Effect.try({ try: () => utf8.decode(bytes), catch: notUtf8 })
+  }
+  return Effect.gen(function* () {
+    // A decoder of its own: `stream` keeps a character cut between two slices whole.
+    const decoder = new TextDecoder("utf-8", { fatal: true })
+    const pieces: Array<string> = []
+    for (let at = 0; at < bytes.length; at += DECODE_SLICE) {
+      const end = Math.min(at + DECODE_SLICE, bytes.length)
+      pieces.push(
+        yield* Effect.try({
+          try: () => decoder.decode(bytes.subarray(at, end), { stream: end < bytes.length }),
+          catch: notUtf8
+        })
+      )
+      yield* Effect.yieldNow
+    }
+    return pieces.join("")
+  })
+}
+
 /**
  * Parses a JSON body: the content type must be JSON when given, the text valid UTF-8 and valid JSON, nested at most
  * `MAX_JSON_DEPTH` levels, and its text storable unless `text` is `forwarded`.
@@ -89,14 +118,10 @@ export const readJson = (request: HttpServerRequest.HttpServerRequest, limits: B
     }
     const bytes = yield* readBytes(request, limits)
     if (bytes.length === 0) return yield* badRequest("the request body is empty; expected a JSON object")
-    const decoded = yield* Effect.try({
-      try: () => utf8.decode(bytes),
-      catch: () => badRequest("the request body is not valid UTF-8")
-    })
-    const body = yield* Effect.try({
-      try: (): unknown => JSON.parse(decoded),
-      catch: (error) => badRequest(`the request body is not valid JSON: ${(error as Error).message}`)
-    })
+    const decoded = yield* decodeUtf8(bytes)
+    const body = yield* parseInSlices(decoded).pipe(
+      Effect.mapError((error) => badRequest(`the request body is not valid JSON: ${error.message}`))
+    )
     yield* checkJson(body, { storable: text === "stored" })
     if (typeof body === "object" && body !== null) {
       const model = (body as { model?: unknown }).model

@@ -3,9 +3,11 @@
  * the fault knobs while writing. This file wraps node:http, timers and sockets, so it is where callbacks, Promises
  * and the one try/catch around JSON.parse live.
  */
+import { Effect } from "effect"
 import { createReadStream } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
+import { parseInSlices } from "../json/SlicedJson.ts"
 import { createMessage, countTokens, listAnthropicModels } from "./AnthropicMessages.ts"
 import type { AudioReply, StreamReply } from "./audio/AudioReply.ts"
 import { audioRoute } from "./audio/AudioRoutes.ts"
@@ -373,39 +375,51 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
     else send()
   }
 
+  const LARGE_BODY_CHARS = 4 * 1024 * 1024
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    // Multipart bodies (image edits, uploads) are parsed from their bytes by their handler; any other body is JSON,
+    // decoded as it arrives so a 30 MB prompt is never copied and decoded in one go on the event loop.
+    const multipart = (req.headers["content-type"] ?? "").toLowerCase().startsWith("multipart/")
     const chunks: Array<Buffer> = []
+    const decoder = new TextDecoder()
+    const text: Array<string> = []
     let size = 0
     req.on("data", (chunk: Buffer) => {
       size += chunk.length
-      if (size <= MAX_BODY_BYTES) chunks.push(chunk)
+      if (size > MAX_BODY_BYTES) return
+      if (multipart) chunks.push(chunk)
+      else text.push(decoder.decode(chunk, { stream: true }))
     })
     req.on("end", () => {
       const url = new URL(req.url ?? "/", "http://simulator.invalid")
       const bytes = Buffer.concat(chunks)
-      // Multipart bodies (image edits) are parsed from the bytes by their handler, not as JSON.
-      const multipart = (req.headers["content-type"] ?? "").toLowerCase().startsWith("multipart/")
-      const raw = multipart ? "" : bytes.toString("utf8")
-      let body: unknown
-      let bodyInvalid = false
-      if (raw.length > 0) {
-        // JSON.parse is the one non-Effect call here that throws on bad input.
-        try {
-          body = JSON.parse(raw)
-        } catch {
-          bodyInvalid = true
-        }
+      const raw = multipart ? "" : text.join("") + decoder.decode()
+      const answer = (body: unknown, bodyInvalid: boolean) =>
+        respond(res, {
+          raw: bytes,
+          method: req.method ?? "GET",
+          path: url.pathname,
+          query: url.searchParams,
+          headers: req.headers,
+          body,
+          bodyInvalid: bodyInvalid || size > MAX_BODY_BYTES
+        })
+      if (raw.length === 0) return answer(undefined, false)
+      // A large body (a 30 MB prompt) is parsed a slice at a time, so the gateway sharing this process keeps
+      // answering meanwhile.
+      if (raw.length > LARGE_BODY_CHARS) {
+        Effect.runPromise(parseInSlices(raw)).then(
+          (body) => answer(body, false),
+          () => answer(undefined, true)
+        )
+        return
       }
-      const request: RawSimRequest = {
-        raw: bytes,
-        method: req.method ?? "GET",
-        path: url.pathname,
-        query: url.searchParams,
-        headers: req.headers,
-        body,
-        bodyInvalid: bodyInvalid || size > MAX_BODY_BYTES
+      // JSON.parse is the one non-Effect call here that throws on bad input.
+      try {
+        answer(JSON.parse(raw), false)
+      } catch {
+        answer(undefined, true)
       }
-      respond(res, request)
     })
   })
   server.keepAliveTimeout = 65_000

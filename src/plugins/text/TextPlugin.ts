@@ -4,6 +4,7 @@
  * any other pair is converted through the internal representation. Upstreams are tried in configured order until
  * one answers; once a stream is handed back the first byte may reach the client, so there is no fallback after it.
  */
+import { jsonBody } from "../../adapters/json/SlicedJson.ts"
 import { Effect, Result } from "effect"
 import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
@@ -184,7 +185,7 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
         method: "POST",
         path: built.success.path,
         headers: { "content-type": "application/json" },
-        body: JSON.stringify(built.success.body),
+        body: yield* jsonBody(built.success.body),
         signal: call.signal
       })
       if (call.request.stream) {

@@ -83,6 +83,14 @@ describe("a large prompt on the default gateway", () => {
   beforeAll(async () => {
     gateway = await startTestGateway()
     key = (await makeAdmin(gateway).customer({ deposit: "1000" })).key
+    // One small chat first: the embedded database runs in this process, and the first hold and settlement it ever
+    // plans are slow once; that is a cold start, not the large prompt this file is about.
+    const warm = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "sim-openai", messages: [{ role: "user", content: "Hello" }] })
+    })
+    assert.strictEqual(warm.status, 200)
   })
   afterAll(() => gateway?.close())
 
