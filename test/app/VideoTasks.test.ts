@@ -338,6 +338,37 @@ describe("VideoTasks with TestClock", () => {
   )
 
   it.effect(
+    "a task dispatched before the upstream's name was recorded is still claimed, by its model, and completes",
+    () =>
+      Effect.gen(function* () {
+        const videos = yield* VideoTasks
+        const key = yield* customer
+        const { task } = yield* videos.submit({
+          key,
+          model: FAST,
+          request: request("dispatched by an older gateway"),
+          idempotencyKey: null,
+          requestId: null
+        })
+        yield* videos.pollDue // creates the upstream task
+        const sql = yield* SqlClient.SqlClient
+        const [dispatched] = yield* sql<{ upstream_name: string | null }>`
+          SELECT upstream_name FROM video_tasks WHERE id = ${task.taskId}`
+        assert.strictEqual(dispatched.upstream_name, "sim-ark")
+        // As an older gateway recorded it: no upstream name in the event or the row.
+        yield* sql`UPDATE events SET data = data - 'upstreamName'
+          WHERE stream_name = ${`video-${task.taskId}`} AND event_type = 'VideoTaskDispatched'`
+        yield* sql`UPDATE video_tasks SET upstream_name = NULL WHERE id = ${task.taskId}`
+        yield* pollUntil(() => Effect.map(videos.get(key.accountId, task.taskId), (r) => r.status === "completed"))
+        const [row] = yield* sql<{ upstream_name: string | null; upstream_index: number }>`
+          SELECT upstream_name, upstream_index FROM video_tasks WHERE id = ${task.taskId}`
+        assert.deepStrictEqual(row, { upstream_name: null, upstream_index: 0 })
+        assert.deepStrictEqual(yield* accountRow(key.accountId), { captured: "56833", held: "0" })
+      }).pipe(Effect.provide(services())),
+    SLOW
+  )
+
+  it.effect(
     "the ledger's expired-hold sweep leaves a live task's hold alone: the task's deadline governs it",
     () =>
       Effect.gen(function* () {
