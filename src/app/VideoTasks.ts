@@ -7,7 +7,7 @@
  * fails exactly once however many workers race. A task the upstream has not finished by its deadline fails with a
  * full refund; stored content is deleted after the retention period and its expiry recorded.
  */
-import { Clock, Context, Duration, Effect, Layer, Option, Queue, Schedule, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Queue, Result, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomUUID } from "node:crypto"
 import { mp4Info, usageFromFile } from "../adapters/media/Mp4Info.ts"
@@ -17,6 +17,7 @@ import {
   dropLease,
   dueContentExpiries,
   findTaskRow,
+  type KnownVideoModel,
   listTaskRows,
   loadTask,
   rescheduleTask,
@@ -34,7 +35,14 @@ import {
   videoStream
 } from "../domain/video/VideoTask.ts"
 import { pixelSize, type VideoRequest, videoTokens } from "../domain/video/VideoSpec.ts"
-import type { PluginFailure, PluginModel, VideosPlugin, VideoUsage } from "../plugins/ModelPlugin.ts"
+import {
+  type PluginFailure,
+  type PluginModel,
+  pluginFailure,
+  type VideosPlugin,
+  type VideoUpstreamStatus,
+  type VideoUsage
+} from "../plugins/ModelPlugin.ts"
 import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
 import type { CancelsVideoTasks } from "../plugins/video/VideoPlugin.ts"
 import {
@@ -141,6 +149,28 @@ const backoffMillis = (intervalMs: number, failures: number, retryAfterSeconds: 
 
 const isRetryable = (failure: PluginFailure) => failure.status === 429 || failure.status >= 500
 
+/**
+ * Polls in a row the upstream may answer 404 for a dispatched task before the task fails (with a full refund): the
+ * first 404 and three retries on the failure back-off. A vendor may not find a task it has just created (a read
+ * replica behind, a load balancer's other region), so one 404 proves nothing; the deadline still bounds the wait.
+ */
+export const MISSING_POLLS_BEFORE_FAILING = 4
+
+/** The code of a task the upstream no longer knows (`VideoPlugin` reports a poll's 404 as a failure with it). */
+const UPSTREAM_TASK_MISSING = "upstream_task_missing"
+
+/**
+ * A poll's answer that the upstream does not know the task: a 404 failure, or the built-in plugin's mapping of one
+ * (a `Failed` status with the code above). Undefined for any other answer.
+ */
+const missingUpstreamTask = (polled: Result.Result<VideoUpstreamStatus, PluginFailure>): PluginFailure | undefined => {
+  if (Result.isFailure(polled)) return polled.failure.status === 404 ? polled.failure : undefined
+  const status = polled.success
+  return status._tag === "Failed" && status.code === UPSTREAM_TASK_MISSING
+    ? pluginFailure(404, status.message, { code: UPSTREAM_TASK_MISSING })
+    : undefined
+}
+
 export class VideoTasks extends Context.Service<
   VideoTasks,
   {
@@ -184,6 +214,13 @@ export class VideoTasks extends Context.Service<
         const deadlineMs = config.video.deadlineMinutes * 60_000
         const retentionMs = config.video.retentionDays * 86_400_000
         const kicks = yield* Queue.sliding<void>(1)
+        // The catalog is fixed for the life of the layer: what this worker can follow, for the claim's filter.
+        const known: ReadonlyArray<KnownVideoModel> = config.models.flatMap((configured) => {
+          const entry = registry.resolve(configured.id)
+          return entry?.kind === "videos"
+            ? [{ model: entry.model.id, upstreams: entry.model.upstreams.map((upstream) => upstream.name) }]
+            : []
+        })
         const services = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | EventStore>) =>
           effect.pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.provideService(EventStore, events))
 
@@ -420,7 +457,15 @@ export class VideoTasks extends Context.Service<
             )
           })
 
-        type StepOutcome = { readonly _tag: "Done" } | { readonly _tag: "Again"; readonly failure?: PluginFailure }
+        /**
+         * `Again`: come back after the poll interval, or after a back-off when `failure` is set (`missing`: the
+         * upstream answered 404 for the task). `NotOurs`: this catalog cannot follow the task (its model, or the
+         * upstream that took it, is not configured here): the lease is given up at once for an instance that can.
+         */
+        type StepOutcome =
+          | { readonly _tag: "Done" }
+          | { readonly _tag: "Again"; readonly failure?: PluginFailure; readonly missing?: boolean }
+          | { readonly _tag: "NotOurs" }
 
         /**
          * Keeps the task's lease for this worker until `until`, if nobody took it over since this worker claimed it
@@ -492,10 +537,12 @@ export class VideoTasks extends Context.Service<
               return { _tag: "Done" } as StepOutcome
             }
             const { upstreamTaskId, upstreamIndex } = created.success
+            const upstreamName = call.model.upstreams[upstreamIndex]?.name
             yield* record(state, {
               type: "Dispatch",
               upstreamTaskId,
               upstreamIndex,
+              ...(upstreamName === undefined ? {} : { upstreamName }),
               at: new Date(now).toISOString()
             }).pipe(
               Effect.catchTag("StreamVersionConflict", () =>
@@ -528,8 +575,27 @@ export class VideoTasks extends Context.Service<
           )
         }
 
-        /** One step of one task; answers whether it is finished or when to come back. */
-        const step = (state: VideoTaskState) =>
+        /**
+         * Where this catalog has the upstream that took the task: by the recorded name (instances may list a model's
+         * upstreams in other orders), else (a task dispatched before names were recorded) by the recorded index.
+         * Undefined when it has no such upstream.
+         */
+        const localUpstreamIndex = (
+          upstream: NonNullable<VideoTaskState["upstream"]>,
+          model: PluginModel
+        ): number | undefined => {
+          const index =
+            upstream.name === undefined
+              ? upstream.index
+              : model.upstreams.findIndex((candidate) => candidate.name === upstream.name)
+          return index >= 0 && index < model.upstreams.length ? index : undefined
+        }
+
+        /**
+         * One step of one task; answers whether it is finished or when to come back. `missingPolls`: the polls in a
+         * row before this one that the upstream answered 404.
+         */
+        const step = (state: VideoTaskState, missingPolls: number) =>
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             if (now >= new Date(state.deadlineAt).getTime()) {
@@ -541,11 +607,10 @@ export class VideoTasks extends Context.Service<
               )
               return { _tag: "Done" } as StepOutcome
             }
+            // Another instance's task (the claim filters these out; a changed config is the only way here): left
+            // alone, never failed. Its deadline still fails it, on whichever instance claims it then.
             const entry = registry.resolve(state.model)
-            if (entry === undefined || entry.kind !== "videos") {
-              yield* failTask(state, "failed", "model_unavailable", `the model '${state.model}' is no longer served`)
-              return { _tag: "Done" } as StepOutcome
-            }
+            if (entry === undefined || entry.kind !== "videos") return { _tag: "NotOurs" } as StepOutcome
             const { plugin, model } = entry
             const request: VideoRequest = {
               prompt: state.prompt,
@@ -558,8 +623,27 @@ export class VideoTasks extends Context.Service<
             }
             const call = { model, request, taskId: state.taskId, signal: new AbortController().signal }
             if (state.upstream === null) return yield* dispatch(state, plugin, call, now)
-            const ref = { ...call, upstreamTaskId: state.upstream.taskId, upstreamIndex: state.upstream.index }
+            const upstreamIndex = localUpstreamIndex(state.upstream, model)
+            if (upstreamIndex === undefined) return { _tag: "NotOurs" } as StepOutcome
+            const ref = { ...call, upstreamTaskId: state.upstream.taskId, upstreamIndex }
             const polled = yield* Effect.result(plugin.poll(ref))
+            const missing = missingUpstreamTask(polled)
+            if (missing !== undefined) {
+              const inARow = missingPolls + 1
+              if (inARow >= MISSING_POLLS_BEFORE_FAILING) {
+                yield* failTask(
+                  state,
+                  "expired",
+                  UPSTREAM_TASK_MISSING,
+                  `${missing.message} (${inARow} polls in a row); the charge was refunded in full`
+                )
+                return { _tag: "Done" } as StepOutcome
+              }
+              yield* Effect.logWarning("the upstream does not know a video task; polling it again").pipe(
+                Effect.annotateLogs({ taskId: state.taskId, upstreamTaskId: state.upstream.taskId, inARow })
+              )
+              return { _tag: "Again", failure: missing, missing: true } as StepOutcome
+            }
             if (polled._tag === "Failure") return { _tag: "Again", failure: polled.failure } as StepOutcome
             const status = polled.success
             switch (status._tag) {
@@ -590,14 +674,14 @@ export class VideoTasks extends Context.Service<
             }
           })
 
-        const advance = (taskId: string, failures: number) =>
+        const advance = (taskId: string, failures: number, missingPolls: number) =>
           Effect.gen(function* () {
             const state = yield* services(loadTask(taskId))
             if (state === undefined || state.status === "completed" || state.status === "failed") {
               yield* services(dropLease(taskId))
               return "gone" as const
             }
-            const outcome = yield* whileLeased(taskId, step(state)).pipe(
+            const outcome = yield* whileLeased(taskId, step(state, missingPolls)).pipe(
               // A lost race (another worker moved the task or resolved its hold): come back and read again.
               Effect.catchTag("StreamVersionConflict", () => Effect.succeed({ _tag: "Again" } as StepOutcome)),
               Effect.catchTag("LedgerRejected", () => Effect.succeed({ _tag: "Again" } as StepOutcome)),
@@ -614,23 +698,35 @@ export class VideoTasks extends Context.Service<
               const after = yield* services(loadTask(taskId))
               return after?.status === "completed" ? ("completed" as const) : ("failed" as const)
             }
+            if (outcome._tag === "NotOurs") {
+              // Due again at once, counts kept: the instance whose catalog has the task claims it next.
+              yield* services(rescheduleTask(taskId, workerId, new Date(now), failures, missingPolls))
+              return "pending" as const
+            }
             const nextFailures = outcome.failure === undefined ? 0 : failures + 1
+            // 404s in a row: another 404 counts on, an answer about the task resets it, an outage leaves it.
+            const nextMissing =
+              outcome.missing === true ? missingPolls + 1 : outcome.failure === undefined ? 0 : missingPolls
             const wait =
               outcome.failure === undefined
                 ? pollIntervalMs
                 : backoffMillis(pollIntervalMs, failures, outcome.failure.retryAfterSeconds)
-            yield* services(rescheduleTask(taskId, workerId, new Date(now + wait), nextFailures))
+            yield* services(rescheduleTask(taskId, workerId, new Date(now + wait), nextFailures, nextMissing))
             return "pending" as const
           })
 
         const pollDue = Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           const claimed = yield* services(
-            claimDueTasks(workerId, new Date(now), new Date(now + options.leaseMillis), options.batch)
+            claimDueTasks(workerId, new Date(now), new Date(now + options.leaseMillis), options.batch, known)
           )
-          const results = yield* Effect.forEach(claimed, (lease) => advance(lease.task_id, lease.failures), {
-            concurrency: 4
-          })
+          const results = yield* Effect.forEach(
+            claimed,
+            (lease) => advance(lease.task_id, lease.failures, lease.missing_polls),
+            {
+              concurrency: 4
+            }
+          )
           return {
             claimed: claimed.length,
             completed: results.filter((r) => r === "completed").length,

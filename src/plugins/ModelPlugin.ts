@@ -232,6 +232,11 @@ export interface VideosPlugin {
   readonly create: (
     call: VideoCall
   ) => Effect.Effect<{ readonly upstreamTaskId: string; readonly upstreamIndex: number }, PluginFailure>
+  /**
+   * The upstream's view of the task. An upstream that does not know the task (404) is reported as a failure with
+   * status 404, or as `Failed` with code `upstream_task_missing`; the worker believes either only after a few polls
+   * in a row (a vendor may not see a task it has just created).
+   */
   readonly poll: (task: VideoTaskRef) => Effect.Effect<VideoUpstreamStatus, PluginFailure>
   readonly download: (task: VideoTaskRef, videoUrl: string) => Effect.Effect<VideoDownload, PluginFailure>
 }

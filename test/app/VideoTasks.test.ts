@@ -15,7 +15,7 @@ import { servicesLayer } from "../../src/AppLayer.ts"
 import { type RunningSimulator, startSimulator } from "../../src/adapters/simulator/SimulatorServer.ts"
 import { Accounts } from "../../src/app/Accounts.ts"
 import { Ledger } from "../../src/app/Ledger.ts"
-import { defaultVideoWorkerOptions, VideoTasks } from "../../src/app/VideoTasks.ts"
+import { defaultVideoWorkerOptions, MISSING_POLLS_BEFORE_FAILING, VideoTasks } from "../../src/app/VideoTasks.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
 import type { VideoRequest } from "../../src/domain/video/VideoSpec.ts"
 import { FAST, videoConfigYaml } from "../http/videos/VideoHarness.ts"
@@ -98,6 +98,15 @@ const leaseOf = (taskId: string) =>
       SELECT (EXTRACT(EPOCH FROM lease_until) * 1000)::bigint::text AS until_ms, failures
       FROM video_task_leases WHERE task_id = ${taskId}`
     return { dueInMs: Number(row.until_ms) - now, failures: row.failures }
+  })
+
+/** Consecutive polls the upstream answered 404 for the task, as its lease counts them. */
+const missingPollsOf = (taskId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ missing_polls: number }>`
+      SELECT missing_polls FROM video_task_leases WHERE task_id = ${taskId}`
+    return row.missing_polls
   })
 
 /** Each test builds the whole service layer on a fresh embedded database: many seconds on a busy machine. */
@@ -235,6 +244,127 @@ describe("VideoTasks with TestClock", () => {
         assert.strictEqual(row.status, "in_progress")
         assert.strictEqual(row.hold_status, "pending")
       }).pipe(Effect.ensuring(Effect.sync(() => sim.clearFaults())), Effect.provide(services())),
+    SLOW
+  )
+
+  it.effect(
+    "one 404 while polling does not fail the task: it completes and is billed once",
+    () =>
+      Effect.gen(function* () {
+        const videos = yield* VideoTasks
+        const key = yield* customer
+        const { task } = yield* videos.submit({
+          key,
+          model: FAST,
+          request: request("a clip the vendor briefly loses sight of"),
+          idempotencyKey: null,
+          requestId: null
+        })
+        yield* videos.pollDue // creates the upstream task
+        // The upstream answers the next poll 404 (a replica that has not seen the task yet), then knows it again.
+        sim.setFaults({ status: 404 }, 1)
+        yield* TestClock.adjust("100 millis")
+        const report = yield* videos.pollDue
+        assert.deepStrictEqual([report.claimed, report.failed], [1, 0])
+        const row = yield* videos.get(key.accountId, task.taskId)
+        assert.notStrictEqual(row.status, "failed", JSON.stringify(row))
+        assert.strictEqual(row.hold_status, "pending")
+        // Counted as a failure: polled again after the back-off.
+        assert.deepStrictEqual(yield* leaseOf(task.taskId), { dueInMs: 100, failures: 1 })
+        assert.strictEqual(yield* missingPollsOf(task.taskId), 1)
+        yield* pollUntil(() => Effect.map(videos.get(key.accountId, task.taskId), (r) => r.status === "completed"))
+        const done = yield* videos.get(key.accountId, task.taskId)
+        assert.deepStrictEqual([done.hold_status, done.captured, done.refunded], ["settled", "56833", "0"])
+        assert.deepStrictEqual(
+          (yield* ledgerOf(key.accountId)).map(([type]) => type),
+          ["HoldPlaced", "UsageRecalculated"]
+        )
+        assert.deepStrictEqual(yield* accountRow(key.accountId), { captured: "56833", held: "0" })
+        assert.strictEqual((yield* videos.pollDue).claimed, 0)
+      }).pipe(Effect.ensuring(Effect.sync(() => sim.clearFaults())), Effect.provide(services())),
+    SLOW
+  )
+
+  it.effect(
+    "404s on every poll fail the task after a few retries with a full refund; a good poll in between resets the count",
+    () =>
+      Effect.gen(function* () {
+        const videos = yield* VideoTasks
+        const key = yield* customer
+        const { task } = yield* videos.submit({
+          key,
+          model: FAST,
+          request: request("a render the vendor lost [sim:video-stall]"),
+          idempotencyKey: null,
+          requestId: null
+        })
+        yield* videos.pollDue // creates the upstream task
+        // One 404, then an answer about the task: the count starts again.
+        sim.setFaults({ status: 404 }, 1)
+        yield* TestClock.adjust("100 millis")
+        yield* videos.pollDue
+        assert.strictEqual((yield* videos.get(key.accountId, task.taskId)).hold_status, "pending")
+        assert.strictEqual(yield* missingPollsOf(task.taskId), 1)
+        yield* TestClock.adjust("100 millis")
+        yield* videos.pollDue
+        assert.deepStrictEqual(yield* leaseOf(task.taskId), { dueInMs: 100, failures: 0 })
+        assert.strictEqual(yield* missingPollsOf(task.taskId), 0)
+        // From now on the upstream answers 404 to every poll: polled again on the failure back-off, then failed.
+        sim.setFaults({ status: 404 })
+        let wait = 100
+        for (let polls = 1; polls < MISSING_POLLS_BEFORE_FAILING; polls++) {
+          yield* TestClock.adjust(wait)
+          const report = yield* videos.pollDue
+          assert.deepStrictEqual([report.claimed, report.failed], [1, 0], `404 number ${polls}`)
+          assert.strictEqual((yield* videos.get(key.accountId, task.taskId)).hold_status, "pending")
+          assert.deepStrictEqual(yield* leaseOf(task.taskId), { dueInMs: wait, failures: polls })
+          assert.strictEqual(yield* missingPollsOf(task.taskId), polls)
+          wait *= 2
+        }
+        yield* TestClock.adjust(wait)
+        assert.strictEqual((yield* videos.pollDue).failed, 1)
+        const row = yield* videos.get(key.accountId, task.taskId)
+        assert.strictEqual(row.status, "failed")
+        assert.strictEqual(row.error_code, "upstream_task_missing")
+        assert.deepStrictEqual([row.hold_status, row.captured, row.refunded], ["released", "0", "56833"])
+        assert.deepStrictEqual(yield* ledgerOf(key.accountId), [
+          ["HoldPlaced", "0.056833", null],
+          ["RefundIssued", "0.056833", "expired"]
+        ])
+        assert.deepStrictEqual(yield* accountRow(key.accountId), { captured: "0", held: "0" })
+        assert.strictEqual((yield* videos.pollDue).claimed, 0)
+      }).pipe(Effect.ensuring(Effect.sync(() => sim.clearFaults())), Effect.provide(services())),
+    SLOW
+  )
+
+  it.effect(
+    "a task dispatched before the upstream's name was recorded is still claimed, by its model, and completes",
+    () =>
+      Effect.gen(function* () {
+        const videos = yield* VideoTasks
+        const key = yield* customer
+        const { task } = yield* videos.submit({
+          key,
+          model: FAST,
+          request: request("dispatched by an older gateway"),
+          idempotencyKey: null,
+          requestId: null
+        })
+        yield* videos.pollDue // creates the upstream task
+        const sql = yield* SqlClient.SqlClient
+        const [dispatched] = yield* sql<{ upstream_name: string | null }>`
+          SELECT upstream_name FROM video_tasks WHERE id = ${task.taskId}`
+        assert.strictEqual(dispatched.upstream_name, "sim-ark")
+        // As an older gateway recorded it: no upstream name in the event or the row.
+        yield* sql`UPDATE events SET data = data - 'upstreamName'
+          WHERE stream_name = ${`video-${task.taskId}`} AND event_type = 'VideoTaskDispatched'`
+        yield* sql`UPDATE video_tasks SET upstream_name = NULL WHERE id = ${task.taskId}`
+        yield* pollUntil(() => Effect.map(videos.get(key.accountId, task.taskId), (r) => r.status === "completed"))
+        const [row] = yield* sql<{ upstream_name: string | null; upstream_index: number }>`
+          SELECT upstream_name, upstream_index FROM video_tasks WHERE id = ${task.taskId}`
+        assert.deepStrictEqual(row, { upstream_name: null, upstream_index: 0 })
+        assert.deepStrictEqual(yield* accountRow(key.accountId), { captured: "56833", held: "0" })
+      }).pipe(Effect.provide(services())),
     SLOW
   )
 

@@ -119,29 +119,60 @@ export const listTaskRows = (
   }).pipe(orUnavailable)
 
 /**
+ * What a worker can follow: the video models of its catalog, each with the names of its upstreams. Tasks of other
+ * models, or dispatched to an upstream the model does not have here, belong to another instance's catalog.
+ */
+export interface KnownVideoModel {
+  readonly model: string
+  readonly upstreams: ReadonlyArray<string>
+}
+
+/**
  * Takes up to `limit` unfinished tasks whose lease is free (never taken, or past `lease_until`) for `owner` until
  * `until`. Two instances racing for one task: the conditional upsert lets exactly one of them have it.
+ *
+ * Only tasks this worker can follow: its catalog has the task's model and, once the task is dispatched, the upstream
+ * that took it (a task dispatched before the upstream was recorded goes by its model alone). Instances with different
+ * catalogs on one database thus leave each other's tasks alone. Past its deadline any worker takes a task whatever
+ * its model, so a task no instance knows is still failed and refunded then (the step checks the deadline first).
  */
-export const claimDueTasks = (owner: string, now: Date, until: Date, limit: number) =>
+export const claimDueTasks = (
+  owner: string,
+  now: Date,
+  until: Date,
+  limit: number,
+  known: ReadonlyArray<KnownVideoModel>
+) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ task_id: string; failures: number }>`
+    const models = known.map((k) => k.model)
+    const pairs = known.flatMap((k) => k.upstreams.map((upstream) => [k.model, upstream] as const))
+    const rows = yield* sql<{ task_id: string; failures: number; missing_polls: number }>`
       INSERT INTO video_task_leases (task_id, owner, lease_until)
       SELECT t.id, ${owner}, ${until} FROM video_tasks t
       LEFT JOIN video_task_leases l ON l.task_id = t.id
       WHERE t.status IN ('queued', 'in_progress') AND (l.task_id IS NULL OR l.lease_until <= ${now})
+        AND (t.deadline_at <= ${now}
+          OR (t.upstream_name IS NULL AND t.model = ANY (${models}::text[]))
+          OR (t.model, t.upstream_name) IN (
+            SELECT k.model, k.upstream
+            FROM unnest(${pairs.map((p) => p[0])}::text[], ${pairs.map((p) => p[1])}::text[]) AS k(model, upstream)))
       ORDER BY coalesce(l.lease_until, t.created_at) LIMIT ${limit}
       ON CONFLICT (task_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
         WHERE video_task_leases.lease_until <= ${now}
-      RETURNING task_id, failures`
+      RETURNING task_id, failures, missing_polls`
     return rows
   }).pipe(orUnavailable)
 
-/** Keeps the task for `owner` and makes it due again at `nextAt` (a poll interval or a back-off later). */
-export const rescheduleTask = (taskId: string, owner: string, nextAt: Date, failures: number) =>
+/**
+ * Keeps the task for `owner` and makes it due again at `nextAt` (a poll interval or a back-off later), with its
+ * counts of consecutive failed polls and of consecutive polls the upstream answered 404.
+ */
+export const rescheduleTask = (taskId: string, owner: string, nextAt: Date, failures: number, missingPolls: number) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    yield* sql`UPDATE video_task_leases SET lease_until = ${nextAt}, failures = ${failures}
+    yield* sql`UPDATE video_task_leases SET lease_until = ${nextAt}, failures = ${failures},
+      missing_polls = ${missingPolls}
       WHERE task_id = ${taskId} AND owner = ${owner}`
   }).pipe(orUnavailable)
 

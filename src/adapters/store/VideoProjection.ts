@@ -36,6 +36,7 @@ export const videoTaskRecords = (states: ReadonlyArray<VideoTaskState>): string 
       estimated_tokens: String(BigInt(s.estimatedTokens)),
       upstream_task_id: s.upstream?.taskId ?? null,
       upstream_index: s.upstream?.index ?? null,
+      upstream_name: s.upstream?.name ?? null,
       tokens: s.tokens === null ? null : String(BigInt(s.tokens)),
       tokens_reported: s.tokensReported,
       cost: micros(s.cost),
@@ -58,7 +59,7 @@ export const videoTaskRecords = (states: ReadonlyArray<VideoTaskState>): string 
   )
 
 export const VIDEO_TASK_COLUMNS =
-  "id, account_id, key_id, model, plugin, hold_id, status, progress, prompt, seconds, resolution, ratio, input_type, images, videos, held, estimated_tokens, upstream_task_id, upstream_index, tokens, tokens_reported, cost, content, error_reason, error_code, error_message, idempotency_key, request_hash, request_id, created_at, deadline_at, completed_at, failed_at, expires_at, content_expired_at, updated_at, version"
+  "id, account_id, key_id, model, plugin, hold_id, status, progress, prompt, seconds, resolution, ratio, input_type, images, videos, held, estimated_tokens, upstream_task_id, upstream_index, tokens, tokens_reported, cost, content, error_reason, error_code, error_message, idempotency_key, request_hash, request_id, created_at, deadline_at, completed_at, failed_at, expires_at, content_expired_at, updated_at, version, upstream_name"
 
 /** Inserts or replaces whole rows (the state is always complete); `schema` is "public" or a replay scratch schema. */
 export const upsertVideoTasksSql = (sql: SqlClient.SqlClient, schema: string, records: string) => sql`
@@ -70,9 +71,10 @@ export const upsertVideoTasksSql = (sql: SqlClient.SqlClient, schema: string, re
     upstream_index integer, tokens bigint, tokens_reported boolean, cost bigint, content jsonb, error_reason text,
     error_code text, error_message text, idempotency_key text, request_hash text, request_id text,
     created_at timestamptz, deadline_at timestamptz, completed_at timestamptz, failed_at timestamptz,
-    expires_at timestamptz, content_expired_at timestamptz, updated_at timestamptz, version bigint)
+    expires_at timestamptz, content_expired_at timestamptz, updated_at timestamptz, version bigint, upstream_name text)
   ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, progress = EXCLUDED.progress,
     upstream_task_id = EXCLUDED.upstream_task_id, upstream_index = EXCLUDED.upstream_index,
+    upstream_name = EXCLUDED.upstream_name,
     tokens = EXCLUDED.tokens, tokens_reported = EXCLUDED.tokens_reported, cost = EXCLUDED.cost,
     content = EXCLUDED.content, error_reason = EXCLUDED.error_reason, error_code = EXCLUDED.error_code,
     error_message = EXCLUDED.error_message, completed_at = EXCLUDED.completed_at, failed_at = EXCLUDED.failed_at,

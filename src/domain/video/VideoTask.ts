@@ -43,6 +43,11 @@ export interface VideoTaskDispatched {
     readonly taskId: string
     readonly upstreamTaskId: string
     readonly upstreamIndex: number
+    /**
+     * The name (under `upstreams:`) of the upstream that took it: a worker claims the task only if its catalog has the
+     * model on that upstream. Absent from tasks dispatched before it was recorded.
+     */
+    readonly upstreamName?: string
     readonly at: string
   }
 }
@@ -140,7 +145,8 @@ export interface VideoTaskState {
   readonly requestId: string | null
   readonly status: VideoStatus
   readonly progress: number
-  readonly upstream: { readonly taskId: string; readonly index: number } | null
+  /** `name`: the upstream that took it, when recorded (see `VideoTaskDispatched`). */
+  readonly upstream: { readonly taskId: string; readonly index: number; readonly name?: string } | null
   readonly tokens: string | null
   readonly tokensReported: boolean | null
   readonly cost: string | null
@@ -204,7 +210,14 @@ export const evolve = (state: VideoTaskState | undefined, event: VideoTaskEvent)
   const next = { ...state, version: state.version + 1n, updatedAt: event.data.at }
   switch (event.type) {
     case "VideoTaskDispatched":
-      return { ...next, upstream: { taskId: event.data.upstreamTaskId, index: event.data.upstreamIndex } }
+      return {
+        ...next,
+        upstream: {
+          taskId: event.data.upstreamTaskId,
+          index: event.data.upstreamIndex,
+          ...(event.data.upstreamName === undefined ? {} : { name: event.data.upstreamName })
+        }
+      }
     case "VideoProgressReported":
       return { ...next, status: event.data.status, progress: event.data.progress }
     case "VideoTaskCompleted":
@@ -235,7 +248,13 @@ export const fold = (events: ReadonlyArray<VideoTaskEvent>): VideoTaskState | un
   events.reduce<VideoTaskState | undefined>(evolve, undefined)
 
 export type VideoCommand =
-  | { readonly type: "Dispatch"; readonly upstreamTaskId: string; readonly upstreamIndex: number; readonly at: string }
+  | {
+      readonly type: "Dispatch"
+      readonly upstreamTaskId: string
+      readonly upstreamIndex: number
+      readonly upstreamName?: string
+      readonly at: string
+    }
   | {
       readonly type: "ReportProgress"
       readonly status: "queued" | "in_progress"
@@ -291,7 +310,13 @@ export const decide = (state: VideoTaskState, command: VideoCommand): VideoDecis
       if (state.upstream !== null) return reject({ _tag: "AlreadyDispatched" })
       return accept({
         type: "VideoTaskDispatched",
-        data: { taskId, upstreamTaskId: command.upstreamTaskId, upstreamIndex: command.upstreamIndex, at: command.at }
+        data: {
+          taskId,
+          upstreamTaskId: command.upstreamTaskId,
+          upstreamIndex: command.upstreamIndex,
+          ...(command.upstreamName === undefined ? {} : { upstreamName: command.upstreamName }),
+          at: command.at
+        }
       })
     case "ReportProgress": {
       const progress = Math.max(0, Math.min(99, Math.trunc(command.progress)))

@@ -180,6 +180,7 @@ export const makeVideoPlugin = (
     if (Result.isFailure(outcome)) {
       const reason = outcome.failure.reason
       if (reason._tag === "HttpStatus" && reason.status === 404) {
+        // Not final by itself: the worker polls a few more times before it fails the task (VideoTasks.ts).
         return {
           _tag: "Failed",
           reason: "expired",

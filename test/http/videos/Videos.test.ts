@@ -194,6 +194,29 @@ describe("billing of a video task", () => {
     )
   })
 
+  it("an upstream that answers 404 for the task's first polls (not replicated yet): it completes, billed once", async () => {
+    const customer = await h.admin.customer()
+    const submitted = await submit(customer.key, {
+      model: FAST,
+      prompt: "a lighthouse the vendor does not see at first [sim:video-404=2]",
+      seconds: "4",
+      metadata: SMALL
+    })
+    assert.strictEqual(submitted.status, 200, JSON.stringify(submitted.body))
+    const done = await waitForVideo(h.gateway, customer.key, submitted.body.id)
+    assert.strictEqual(done.status, "completed", JSON.stringify(done))
+    const entries = await entriesOf(customer.accountId)
+    assert.deepStrictEqual(
+      entries.map((e) => [e.type, e.amount]),
+      [
+        ["HoldPlaced", SMALL_FAST_COST],
+        ["UsageRecalculated", SMALL_FAST_COST]
+      ]
+    )
+    const balance = await h.admin.balance(customer.accountId)
+    assert.deepStrictEqual([balance.captured, balance.held], [SMALL_FAST_COST, "0.000000"])
+  })
+
   it("a failed task refunds the whole hold, once", async () => {
     const customer = await h.admin.customer()
     const submitted = await submit(customer.key, {

@@ -337,7 +337,7 @@ export const arkGet = (request: SimRequest, context: SimContext, jobs: VideoJobs
   const unauthorized = checkArkAuth(request, context)
   if (unauthorized !== undefined) return unauthorized
   const job = jobs.find("ark", id)
-  return job === undefined ? notFound(id) : json(200, arkTask(jobs, job))
+  return job === undefined || jobs.unseen(job) ? notFound(id) : json(200, arkTask(jobs, job))
 }
 
 /** `DELETE …/tasks/{id}`: cancels a queued task, deletes a finished one, refuses a running one. */

@@ -224,7 +224,7 @@ const withVideo = (
 
 /** `GET /v1/videos/{id}`. */
 export const getVideo = (request: SimRequest, context: SimContext, jobs: VideoJobs, id: string) =>
-  withVideo(request, context, jobs, id, (job) => json(200, videoObject(jobs, job)))
+  withVideo(request, context, jobs, id, (job) => (jobs.unseen(job) ? notFound(id) : json(200, videoObject(jobs, job))))
 
 /** `DELETE /v1/videos/{id}`. */
 export const deleteVideo = (request: SimRequest, context: SimContext, jobs: VideoJobs, id: string) =>

@@ -5,7 +5,7 @@
  * the file. This is the simulator's edge for video: it reads the wall clock (`Date.now`) and owns the ffmpeg renderer.
  */
 import type { JsonRecord } from "../Json.ts"
-import type { VideoOutcome } from "./VideoMarkers.ts"
+import { unseenReads, type VideoOutcome } from "./VideoMarkers.ts"
 import { makeVideoRenderer, type RenderedFile, type RenderSpec, type VideoRenderer } from "./VideoRender.ts"
 
 export type VideoApi = "ark" | "openai"
@@ -34,8 +34,11 @@ export interface VideoJob extends VideoJobInput {
   readonly id: string
   readonly createdAtMs: number
   readonly durationMs: number
-  /** Mutable: the only parts of a task that change after submit. */
-  readonly state: { cancelledAtMs: number | undefined; render: RenderState }
+  /**
+   * Mutable: the only parts of a task that change after submit. `unseenReads`: reads of the task still to answer 404
+   * (`[sim:video-404=N]`).
+   */
+  readonly state: { cancelledAtMs: number | undefined; render: RenderState; unseenReads: number }
 }
 
 export type VideoPhase =
@@ -87,6 +90,8 @@ export interface VideoJobs {
   /** Tasks of one API, oldest first. */
   readonly list: (api: VideoApi) => ReadonlyArray<VideoJob>
   readonly cancel: (job: VideoJob) => void
+  /** Whether this read of the task answers 404 as for an unknown task (`[sim:video-404=N]`); counts the read. */
+  readonly unseen: (job: VideoJob) => boolean
   readonly remove: (job: VideoJob) => void
   readonly close: () => Promise<void>
 }
@@ -126,7 +131,7 @@ export const makeVideoJobs = (options: VideoJobsOptions): VideoJobs => {
         id: newId(input.api, createdAtMs),
         createdAtMs,
         durationMs: Math.max(0, options.videoMillis),
-        state: { cancelledAtMs: undefined, render: { _tag: "Pending" } }
+        state: { cancelledAtMs: undefined, render: { _tag: "Pending" }, unseenReads: unseenReads(input.prompt) }
       }
       if (jobs.size >= MAX_JOBS) jobs.delete(jobs.keys().next().value!)
       jobs.set(key(input.api, job.id), job)
@@ -150,6 +155,11 @@ export const makeVideoJobs = (options: VideoJobsOptions): VideoJobs => {
     list: (api) => [...jobs.values()].filter((job) => job.api === api),
     cancel: (job) => {
       job.state.cancelledAtMs = now()
+    },
+    unseen: (job) => {
+      if (job.state.unseenReads <= 0) return false
+      job.state.unseenReads -= 1
+      return true
     },
     remove: (job) => {
       jobs.delete(key(job.api, job.id))

@@ -9,6 +9,8 @@
  * | `[sim:video-stall]` | never ends: stays running |
  * | `[sim:video-seconds=N]` | delivers (and reports the tokens of) an N-second clip whatever was asked, as a model that
  *   chooses its own length does |
+ * | `[sim:video-404=N]` | (from submit on) the first N reads of the task (`GET` of the task) answer 404 as for an unknown
+ *   task, as a vendor whose replicas have not seen a task just created yet does |
  */
 
 export type VideoOutcome = "succeed" | "fail" | "expire" | "stall"
@@ -27,6 +29,14 @@ export const videoOutcome = (prompt: string): VideoOutcome => {
     default:
       return "succeed"
   }
+}
+
+const UNSEEN = /\[sim:video-404=(\d{1,3})\]/i
+
+/** How many reads of the task answer 404 before the vendor knows it (0 without the marker). */
+export const unseenReads = (prompt: string): number => {
+  const match = UNSEEN.exec(prompt)
+  return match === null ? 0 : Number(match[1])
 }
 
 const SECONDS = /\[sim:video-seconds=(\d{1,2})\]/i

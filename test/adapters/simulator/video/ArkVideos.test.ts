@@ -182,6 +182,21 @@ describe("Ark content-generation tasks on the simulator", () => {
     assert.strictEqual(missing.status, 404)
   })
 
+  it("[sim:video-404=N]: the first N reads of the task answer 404 as for an unknown task, then it is known", async () => {
+    const created = await call(sim, "POST", TASKS, small("not replicated yet [sim:video-404=2]"))
+    const path = `${TASKS}/${created.body.id}`
+    for (let read = 0; read < 2; read++) {
+      const unseen = await call(sim, "GET", path)
+      assert.strictEqual(unseen.status, 404)
+      assert.strictEqual(unseen.body.error.code, "ResourceNotFound")
+    }
+    const seen = await call(sim, "GET", path)
+    assert.strictEqual(seen.status, 200)
+    assert.strictEqual(seen.body.id, created.body.id)
+    const task = (await pollUntil(sim, path, isFinal)).at(-1)
+    assert.strictEqual(task.status, "succeeded")
+  })
+
   it("auth: 401 in Ark's envelope without the key or with a wrong one", async () => {
     const variants: ReadonlyArray<Record<string, string>> = [{}, { authorization: "Bearer wrong-key" }]
     for (const headers of variants) {

@@ -168,6 +168,16 @@ describe("OpenAI videos on the simulator", () => {
     assert.isBelow(stalled.progress, 100)
   })
 
+  it("[sim:video-404=N]: the first N retrieves answer 404 as for an unknown video, then it is known", async () => {
+    const created = await client.videos.create({ prompt: "not replicated yet [sim:video-404=1]", seconds: "4" })
+    const unseen = await call(sim, "GET", `/v1/videos/${created.id}`)
+    assert.strictEqual(unseen.status, 404)
+    assert.strictEqual(unseen.body.error.type, "invalid_request_error")
+    const seen = await call(sim, "GET", `/v1/videos/${created.id}`)
+    assert.strictEqual(seen.status, 200)
+    assert.strictEqual(seen.body.id, created.id)
+  })
+
   it("401 without the key; 404 for an unknown id; list and delete", async () => {
     const noKey = await call(sim, "POST", "/v1/videos", { prompt: "x" }, {})
     assert.strictEqual(noKey.status, 401)
