@@ -38,8 +38,13 @@ const plainText = { disallowedSpecial: new Set<string>() }
 // characters: at most one extra token per cut, an over-estimate a hold can carry.
 const MAX_PIECE = 64
 const CHUNK = 4096
-/** Characters tokenized in one synchronous step: ~0.5 ms of ordinary text, ~40 ms of the costliest (random CJK). */
+/** Characters a request may hold and still be counted at once: ~0.5 ms of ordinary text, ~40 ms of the costliest. */
 export const SLICE_CHARS = 16_384
+/**
+ * Characters tokenized between two yields once a text is counted in slices: ~10 ms of the costliest text (random
+ * letters or CJK, 1–2.5 µs a character), so a huge prompt never holds the event loop long, even on a busy machine.
+ */
+const YIELD_CHARS = 4_096
 const PRE_TOKEN = new RegExp(O200K_TOKEN_SPLIT_REGEX.source, "gu")
 // A pre-token longer than MAX_PIECE holds MAX_PIECE characters in a row without a space (letters, symbols, at most
 // one leading space) or is whitespace only; text without either is tokenized in one piece, as the library would.
@@ -137,7 +142,7 @@ export const countText = (text: string): number => {
 }
 
 /**
- * Tokens of a plain string, `countText`'s count, tokenized SLICE_CHARS characters at a time with a yield to the event
+ * Tokens of a plain string, `countText`'s count, tokenized YIELD_CHARS characters at a time with a yield to the event
  * loop between slices (the scheduler resumes the fiber from `setImmediate`, after pending I/O such as a health check).
  */
 export const countTextSliced = (text: string): Effect.Effect<number> =>
@@ -147,7 +152,7 @@ export const countTextSliced = (text: string): Effect.Effect<number> =>
         let total = 0
         for (let at = 0; at < text.length; ) {
           if (at > 0) yield* Effect.yieldNow
-          const some = countSome(text, at, SLICE_CHARS)
+          const some = countSome(text, at, YIELD_CHARS)
           total += some.tokens
           at = some.next
         }
