@@ -126,8 +126,21 @@ const program = Effect.gen(function* () {
   return yield* Layer.launch(app)
 })
 
+/**
+ * Log lines are JSON, written to stdout in batches: one write every 20 ms at most instead of one synchronous write per
+ * line (every request writes an access line). What is buffered is written when the process shuts down; a crash can
+ * lose the last 20 ms of lines.
+ */
+const batchedJsonLogger = Logger.batched(Logger.formatJson, {
+  window: "20 millis",
+  flush: (lines) =>
+    Effect.sync(() => {
+      process.stdout.write(`${lines.join("\n")}\n`)
+    })
+})
+
 program.pipe(
-  Effect.provide(Logger.layer([Logger.consoleJson])),
+  Effect.provide(Logger.layer([batchedJsonLogger])),
   Effect.tapCause((cause) => Effect.logError("Tollgate failed to start", cause)),
   NodeRuntime.runMain
 )

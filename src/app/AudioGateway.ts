@@ -9,6 +9,7 @@
  * the first byte is on its way the call is settled when the stream ends, however it ends — also when the client
  * disconnects mid-stream (the upstream has produced, and billed, the audio by then).
  */
+import { CurrentTelemetry } from "./RequestTelemetry.ts"
 import { Context, Effect, Exit, Layer, Stream } from "effect"
 import { audioDurationMillis, upperBoundMillis } from "../adapters/media/AudioDuration.ts"
 import { countText } from "../adapters/tokenizer/Tokenizer.ts"
@@ -109,6 +110,7 @@ export class AudioGateway extends Context.Service<
       }
 
       const speak = Effect.fnUntraced(function* (input: SpeechInput) {
+        const telemetry = yield* CurrentTelemetry
         const { plugin, model } = yield* speechModel(input.model, input.key)
         const estimate = plugin.pricing.estimate(
           { request: input.request, inputTokens: countText(input.request.input) },
@@ -158,7 +160,11 @@ export class AudioGateway extends Context.Service<
           // A failure mid-stream cuts the response (the client sees an incomplete body, not a clean end); the bytes
           // already sent cannot be taken back, so the call is settled all the same.
           Stream.onExit((exit) =>
-            Effect.sync(() => abort.abort()).pipe(Effect.andThen(settleSpeech(plugin, model, input, holdId, exit)))
+            Effect.sync(() => abort.abort()).pipe(
+              Effect.andThen(settleSpeech(plugin, model, input, holdId, exit)),
+              // The body runs after the handler returned: the charge is noted on the request's own record.
+              Effect.provideService(CurrentTelemetry, telemetry)
+            )
           )
         )
         return { contentType: reply.contentType, body } satisfies SpeechResult

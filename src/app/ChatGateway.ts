@@ -47,6 +47,7 @@ import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
 import type { Progress } from "./LiveHolds.ts"
+import { CurrentTelemetry } from "./RequestTelemetry.ts"
 import { traced } from "./Traced.ts"
 
 export interface ChatInput {
@@ -214,6 +215,7 @@ export class ChatGateway extends Context.Service<
         )
 
       const chat = Effect.fnUntraced(function* (input: ChatInput) {
+        const telemetry = yield* CurrentTelemetry
         const modelId = input.pathModel ?? (typeof input.body.model === "string" ? input.body.model : undefined)
         if (modelId === undefined) {
           return yield* new InvalidChatRequest({ param: "model", message: "model is required" })
@@ -390,7 +392,9 @@ export class ChatGateway extends Context.Service<
             // A stream that completed has read the upstream body to its end: there is nothing left to abort (and an
             // abort would build a DOMException with a stack trace for nothing).
             Effect.sync(() => Exit.isSuccess(exit) || abort.abort()).pipe(
-              Effect.andThen(settleStream(plugin, model, input.key.accountId, holdId, transducer, inputTokens, exit))
+              Effect.andThen(settleStream(plugin, model, input.key.accountId, holdId, transducer, inputTokens, exit)),
+              // The stream runs after the handler returned: its settlement notes the charge on the request's own record.
+              Effect.provideService(CurrentTelemetry, telemetry)
             )
           )
         )

@@ -242,8 +242,8 @@ const accessLog = (
 
 /**
  * Runs the request's end hooks and then `logged` when its response is over: a streamed body's end (completed,
- * failed or the client gone), or now for any other body. A streamed body sees the request's telemetry too (its
- * settlement notes the charge there). A handler interrupted before answering runs the hooks too (see `respond`).
+ * failed or the client gone), or now for any other body. A handler interrupted before answering runs the hooks too
+ * (see `respond`).
  */
 const untilResponseEnd = (
   response: HttpServerResponse.HttpServerResponse,
@@ -259,11 +259,7 @@ const untilResponseEnd = (
   return Effect.succeed(
     HttpServerResponse.setBody(
       response,
-      HttpBody.stream(
-        body.stream.pipe(Stream.provideService(CurrentTelemetry, telemetry), Stream.ensuring(end)),
-        body.contentType,
-        body.contentLength
-      )
+      HttpBody.stream(Stream.ensuring(body.stream, end), body.contentType, body.contentLength)
     )
   )
 }

@@ -21,21 +21,25 @@ export const defaultSlicing: Slicing = { largeString: 1 << 20, slice: 1 << 20, l
 
 const encoder = new TextEncoder()
 
-/** Whether `value` holds a string of at least `largeString` characters (iterative: any depth). */
-const holdsLargeString = (value: unknown, largeString: number): boolean => {
-  const stack: Array<unknown> = [value]
-  while (stack.length > 0) {
-    const next = stack.pop()
-    if (typeof next === "string") {
-      if (next.length >= largeString) return true
-    } else if (Array.isArray(next)) {
-      for (const item of next) stack.push(item)
-    } else if (typeof next === "object" && next !== null) {
-      for (const key of Object.keys(next)) stack.push((next as Record<string, unknown>)[key])
-    }
+/**
+ * Whether `value` holds a string of at least `largeString` characters. Recursive without allocating (it runs on every
+ * upstream request); past `MAX_DEPTH` levels it answers yes, which only sends the value down the sliced path.
+ */
+const holdsLargeString = (value: unknown, largeString: number, depth = 0): boolean => {
+  if (typeof value === "string") return value.length >= largeString
+  if (typeof value !== "object" || value === null) return false
+  if (depth > MAX_DEPTH) return true
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (holdsLargeString(value[i], largeString, depth + 1)) return true
+    return false
+  }
+  for (const key in value) {
+    if (holdsLargeString((value as Record<string, unknown>)[key], largeString, depth + 1)) return true
   }
   return false
 }
+
+const MAX_DEPTH = 256
 
 /**
  * A copy of `value` with each large string replaced by a marker, and the strings in marker order. `toJSON` is not
