@@ -22,9 +22,9 @@ import {
 import { formatMicros, type Micros } from "../domain/Money.ts"
 import { type Decision, decide, type LedgerCommand, type LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
+import { usageMetrics } from "../domain/ledger/UsageMetrics.ts"
 import { LedgerRejected } from "./LedgerErrors.ts"
 import { StoreRefused, StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
-import { usageMetrics } from "../domain/ledger/UsageMetrics.ts"
 import { type HoldSweepOptions, makeHoldSweep } from "./HoldSweep.ts"
 import { LiveHolds, type Progress, type StoreHealth } from "./LiveHolds.ts"
 import { makeResolutionRetries, UNSTORABLE_USAGE } from "./ResolutionRetries.ts"
@@ -340,6 +340,15 @@ export class Ledger extends Context.Service<
           return { holdId: hold.holdId, expiresAt: hold.expiresAt }
         }, traced("Ledger.placeHoldWith"))
 
+        // Resolutions that must commit: retried until the database takes them, journaled against a restart.
+        const retries = yield* makeResolutionRetries({ submit, journal, live, health, describe })
+        /** A hold leaves the live set once resolved, unless its resolution still waits for the database. */
+        const ended = (holdId: string) =>
+          Effect.sync(() => {
+            if (!retries.has(holdId)) live.remove(holdId)
+          })
+        const defer = retries.defer
+
         const settleCommand = (accountId: string, holdId: string, cost: Micros, usage: unknown) =>
           Effect.flatMap(nowIso, (at) => submit({ type: "SettleHold", accountId, holdId, cost, usage, at }))
 
@@ -371,15 +380,6 @@ export class Ledger extends Context.Service<
           )
           yield* accepted(decision)
         }, traced("Ledger.release"))
-
-        // Resolutions that must commit: retried until the database takes them, journaled against a restart.
-        const retries = yield* makeResolutionRetries({ submit, journal, live, health, describe })
-        /** A hold leaves the live set once resolved, unless its resolution still waits for the database. */
-        const ended = (holdId: string) =>
-          Effect.sync(() => {
-            if (!retries.has(holdId)) live.remove(holdId)
-          })
-        const defer = retries.defer
 
         const settleDelivered = Effect.fnUntraced(
           function* (accountId: string, holdId: string, cost: Micros, usage: unknown) {
