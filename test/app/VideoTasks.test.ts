@@ -61,6 +61,22 @@ const request = (prompt: string): VideoRequest => ({
   videos: []
 })
 
+/** A task of the fast model for a new customer, submitted and created upstream by one worker round. */
+const dispatched = (prompt: string) =>
+  Effect.gen(function* () {
+    const videos = yield* VideoTasks
+    const key = yield* customer
+    const { task } = yield* videos.submit({
+      key,
+      model: FAST,
+      request: request(prompt),
+      idempotencyKey: null,
+      requestId: null
+    })
+    yield* videos.pollDue // creates the upstream task
+    return { videos, key, task }
+  })
+
 /** An account with 10.00 and a key that exists only for the hold's bookkeeping. */
 const customer = Effect.gen(function* () {
   const ledger = yield* Ledger
@@ -251,16 +267,7 @@ describe("VideoTasks with TestClock", () => {
     "one 404 while polling does not fail the task: it completes and is billed once",
     () =>
       Effect.gen(function* () {
-        const videos = yield* VideoTasks
-        const key = yield* customer
-        const { task } = yield* videos.submit({
-          key,
-          model: FAST,
-          request: request("a clip the vendor briefly loses sight of"),
-          idempotencyKey: null,
-          requestId: null
-        })
-        yield* videos.pollDue // creates the upstream task
+        const { videos, key, task } = yield* dispatched("a clip the vendor briefly loses sight of")
         // The upstream answers the next poll 404 (a replica that has not seen the task yet), then knows it again.
         sim.setFaults({ status: 404 }, 1)
         yield* TestClock.adjust("100 millis")
@@ -289,16 +296,7 @@ describe("VideoTasks with TestClock", () => {
     "404s on every poll fail the task after a few retries with a full refund; a good poll in between resets the count",
     () =>
       Effect.gen(function* () {
-        const videos = yield* VideoTasks
-        const key = yield* customer
-        const { task } = yield* videos.submit({
-          key,
-          model: FAST,
-          request: request("a render the vendor lost [sim:video-stall]"),
-          idempotencyKey: null,
-          requestId: null
-        })
-        yield* videos.pollDue // creates the upstream task
+        const { videos, key, task } = yield* dispatched("a render the vendor lost [sim:video-stall]")
         // One 404, then an answer about the task: the count starts again.
         sim.setFaults({ status: 404 }, 1)
         yield* TestClock.adjust("100 millis")
