@@ -9,7 +9,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import OpenAI, { toFile } from "openai"
 import { closeAfterReplay } from "../chat/ChatHarness.ts"
-import { assertOpenAiSchema, openAiSchemaErrors } from "../../support/OpenAiSchema.ts"
+import { assertOpenAiSchema, openAiSchemaErrors, skipWithoutOpenAiSpec } from "../../support/OpenAiSchema.ts"
 import {
   type AudioHarness,
   assertHolds,
@@ -116,6 +116,8 @@ const failureOf = async (promise: Promise<unknown>): Promise<InstanceType<typeof
   }
   return assert.fail("expected the request to fail")
 }
+
+skipWithoutOpenAiSpec()
 
 describe("transcriptions (openai SDK)", () => {
   it("answers json (OpenAI's schema) with the file's deterministic transcript, charged 3 s of audio", async () => {

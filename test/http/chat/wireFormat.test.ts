@@ -4,7 +4,7 @@
  * published schema.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { assertOpenAiSchema, openAiSchemaErrors } from "../../support/OpenAiSchema.ts"
+import { assertOpenAiSchema, openAiSchemaErrors, skipWithoutOpenAiSpec } from "../../support/OpenAiSchema.ts"
 import { assertBilled, type Expected } from "./Billing.ts"
 import { type ChatHarness, closeAfterReplay, type Customer, SIM_MODELS, startChatHarness } from "./ChatHarness.ts"
 import { HELLO, WEATHER_PROMPT, weatherSchema, type Wire } from "./Fixtures.ts"
@@ -44,6 +44,8 @@ const framesOf = (text: string) => {
 }
 
 const openAiTools = [{ type: "function", function: { name: "get_weather", parameters: weatherSchema } }]
+
+skipWithoutOpenAiSpec()
 
 describe.each(SIM_MODELS)("raw OpenAI stream from %s", (model) => {
   it("is data-only frames ending in [DONE], with the usage chunk only when asked, each chunk per OpenAI's schema", async () => {

@@ -12,7 +12,7 @@ import { formatMicros } from "../../../src/domain/Money.ts"
 import { simulatorConfig } from "../../../src/plugins/DefaultCatalog.ts"
 import { type Admin, closeAfterReplay, type Customer, makeAdmin } from "../chat/ChatHarness.ts"
 import { holdsOf } from "../images/ImageHarness.ts"
-import { assertOpenAiSchema, openAiSchemaErrors } from "../../support/OpenAiSchema.ts"
+import { assertOpenAiSchema, openAiSchemaErrors, skipWithoutOpenAiSpec } from "../../support/OpenAiSchema.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 
 let gateway: TestGateway
@@ -72,6 +72,8 @@ const assertUnheld = async (customer: Customer) => {
 
 const TEXTS = ["The quick brown fox jumps over the lazy dog.", "Tollgate bills every token it sees."]
 const tokensOf = (texts: ReadonlyArray<string>) => texts.reduce((sum, text) => sum + countText(text), 0)
+
+skipWithoutOpenAiSpec()
 
 describe("embeddings (openai SDK)", () => {
   for (const model of ["sim-embedding", "sim-embedding-gemini"]) {

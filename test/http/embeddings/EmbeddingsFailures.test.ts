@@ -15,7 +15,7 @@ import { costPerMillion } from "../../../src/app/config/ModelPricing.ts"
 import { formatMicros } from "../../../src/domain/Money.ts"
 import { type Admin, closeAfterReplay, type Customer, makeAdmin } from "../chat/ChatHarness.ts"
 import { settledLedger } from "../images/ImageHarness.ts"
-import { assertOpenAiSchema, openAiSchemaErrors } from "../../support/OpenAiSchema.ts"
+import { assertOpenAiSchema, openAiSchemaErrors, skipWithoutOpenAiSpec } from "../../support/OpenAiSchema.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 
 let sim: RunningSimulator
@@ -104,6 +104,8 @@ const assertReleasedInFull = async (customer: Customer, reason: string) => {
   assert.strictEqual(balance.held, "0.000000")
   assert.strictEqual(balance.available, balance.deposited)
 }
+
+skipWithoutOpenAiSpec()
 
 describe("embeddings: upstream failures", () => {
   it("an upstream 500 reaches the SDK as a 502 server_error, the hold released in full", async () => {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import OpenAI from "openai"
 import { probe } from "../../support/Ffprobe.ts"
-import { assertOpenAiSchema } from "../../support/OpenAiSchema.ts"
+import { assertOpenAiSchema, skipWithoutOpenAiSpec } from "../../support/OpenAiSchema.ts"
 import { closeAfterReplay } from "../chat/ChatHarness.ts"
 import { api, FAST, SORA, startVideoHarness, type VideoHarness, type VideoWire, waitForVideo } from "./VideoHarness.ts"
 
@@ -34,6 +34,8 @@ const submit = (key: string, body: Record<string, unknown>, headers: Record<stri
 
 const entriesOf = async (accountId: string) =>
   (await h.admin.ledger(accountId)).filter((e) => e.type !== "AccountOpened" && e.type !== "FundsDeposited")
+
+skipWithoutOpenAiSpec()
 
 describe("video tasks through the official openai SDK", () => {
   it("videos.create (multipart) → retrieve until completed → downloadContent: a real MP4 with audio", async () => {
