@@ -1,6 +1,7 @@
 /**
  * The same entry point runs under Deno (the `deno` npm package ships the binary): it starts on the embedded store,
- * serves /healthz and the admin API.
+ * serves /healthz, the admin API and `/v1` (a chat and a stream, each held and settled in the ledger, replay clean).
+ * `npm run deno:smoke` runs this file alone.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -22,7 +23,9 @@ const waitFor = async (url: string, deadline: number): Promise<void> => {
 }
 
 describe("Deno", () => {
-  it("serves /healthz and the admin API from src/main.ts on the embedded store", { timeout: 120_000 }, async () => {
+  it("serves /healthz, the admin API and /v1 (a chat, a stream, each held and settled) from src/main.ts", {
+    timeout: 120_000
+  }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "tollgate-deno-"))
     const port = 20_000 + Math.floor(Math.random() * 20_000)
     let child: ChildProcess | undefined
@@ -55,6 +58,65 @@ describe("Deno", () => {
         balance: { available: string }
       }
       assert.strictEqual(shown.balance.available, "2.500000")
+      const issued = await fetch(`${base}/admin/accounts/${account.id}/keys`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ name: "deno" })
+      })
+      assert.strictEqual(issued.status, 201)
+      const { key } = (await issued.json()) as { key: string }
+      const v1 = { authorization: `Bearer ${key}`, "content-type": "application/json" }
+      const chatBody = { model: "sim-openai", messages: [{ role: "user", content: "Hello from Deno" }], max_tokens: 40 }
+
+      const chat = await fetch(`${base}/v1/chat/completions`, {
+        method: "POST",
+        headers: v1,
+        body: JSON.stringify(chatBody)
+      })
+      assert.strictEqual(chat.status, 200)
+      const completion = (await chat.json()) as {
+        choices: Array<{ message: { content: string } }>
+        usage: { prompt_tokens: number; completion_tokens: number }
+      }
+      assert.isAbove(completion.choices[0]?.message.content.length ?? 0, 0)
+      assert.isAbove(completion.usage.completion_tokens, 0)
+
+      const streamed = await fetch(`${base}/v1/chat/completions`, {
+        method: "POST",
+        headers: v1,
+        body: JSON.stringify({ ...chatBody, stream: true, stream_options: { include_usage: true } })
+      })
+      assert.strictEqual(streamed.status, 200)
+      assert.match(streamed.headers.get("content-type") ?? "", /^text\/event-stream/)
+      const events = (await streamed.text()).split("\n").filter((line) => line.startsWith("data: "))
+      assert.strictEqual(events.at(-1), "data: [DONE]")
+      const usageChunk = events
+        .slice(0, -1)
+        .map((line) => JSON.parse(line.slice("data: ".length)) as { usage?: { completion_tokens: number } | null })
+        .find((chunk) => chunk.usage != null)
+      assert.isAbove(usageChunk?.usage?.completion_tokens ?? 0, 0)
+
+      // Each call placed a hold and settled it: a usage capture and the refund of the rest, nothing left held.
+      const ledger = (await (
+        await fetch(`${base}/admin/accounts/${account.id}/ledger?limit=50`, { headers })
+      ).json()) as {
+        data: Array<{ type: string; holdId: string | null }>
+      }
+      const holds = ledger.data.filter((entry) => entry.type === "HoldPlaced")
+      assert.strictEqual(holds.length, 2)
+      for (const hold of holds) {
+        const settled = ledger.data.filter((entry) => entry.holdId === hold.holdId && entry.type !== "HoldPlaced")
+        assert.isTrue(
+          settled.some((entry) => entry.type === "UsageRecalculated"),
+          JSON.stringify(ledger.data)
+        )
+      }
+      const after = (await (await fetch(`${base}/admin/accounts/${account.id}`, { headers })).json()) as {
+        balance: { held: string; captured: string; available: string }
+      }
+      assert.strictEqual(after.balance.held, "0.000000")
+      assert.notStrictEqual(after.balance.captured, "0.000000")
+
       const replay = (await (await fetch(`${base}/admin/replay`, { method: "POST", headers })).json()) as {
         ok: boolean
       }
