@@ -151,6 +151,8 @@ const countTokens = (pathModel: string) =>
 interface EmbedRequest {
   readonly text: string
   readonly dimensions: number | undefined
+  readonly taskType: string | undefined
+  readonly title: string | undefined
 }
 
 /** A Content's text: its text parts joined by newlines (as Gemini joins them); other parts cannot be embedded. */
@@ -174,7 +176,7 @@ const contentText = (content: unknown, at: string): Effect.Effect<string, ApiErr
   return joined.length === 0 ? Effect.fail(badRequest(`${at}: the text to embed is empty`, at)) : Effect.succeed(joined)
 }
 
-/** One `EmbedContentRequest`: its content's text and its `outputDimensionality`; `taskType` and `title` checked. */
+/** One `EmbedContentRequest`: its content's text, `outputDimensionality`, `taskType` and `title`. */
 const embedRequest = (fields: Fields, pathModel: string, at: string) =>
   Effect.gen(function* () {
     const prefix = at === "" ? "" : `${at}.`
@@ -199,7 +201,12 @@ const embedRequest = (fields: Fields, pathModel: string, at: string) =>
     if (title !== undefined && title !== null && typeof title !== "string") {
       return yield* badRequest(`${prefix}title: expected a string`, `${prefix}title`)
     }
-    return { text, dimensions: typeof dimensions === "number" ? dimensions : undefined } satisfies EmbedRequest
+    return {
+      text,
+      dimensions: typeof dimensions === "number" ? dimensions : undefined,
+      taskType: typeof taskType === "string" ? taskType : undefined,
+      title: typeof title === "string" ? title : undefined
+    } satisfies EmbedRequest
   })
 
 const batchRequests = (body: Fields, pathModel: string) =>
@@ -232,7 +239,8 @@ const embedAll = (pathModel: string, key: AuthenticatedKey, requests: ReadonlyAr
     yield* resolveModel(yield* PluginRegistry, "embeddings", pathModel, key, notEmbeddings)
     const named = requests.map((r) => r.dimensions)
     const request: EmbeddingsRequest = {
-      inputs: requests.map((r) => ({ _tag: "Text", text: r.text })),
+      // The hints reach a Gemini upstream, where they shape the vectors; other upstreams have no such fields.
+      inputs: requests.map((r) => ({ _tag: "Text", text: r.text, taskType: r.taskType, title: r.title })),
       dimensions: named.every((d) => d !== undefined) ? Math.max(...named) : undefined,
       user: undefined
     }

@@ -5,6 +5,10 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { ApiError, GoogleGenAI } from "@google/genai"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
 import { countGeminiContents } from "../../../src/adapters/tokenizer/Tokenizer.ts"
 import { type Admin, closeAfterReplay, type Customer, makeAdmin } from "../chat/ChatHarness.ts"
 import { holdsOf, type Wire } from "../images/ImageHarness.ts"
@@ -350,5 +354,65 @@ describe(":embedContent and :batchEmbedContents", () => {
     assertGoogleError(await gemini("sim-embedding", "embedContent", poor.key, body), 402, "RESOURCE_EXHAUSTED", /quota/)
     await assertNothingHeld(customer)
     await assertNothingHeld(limited)
+  })
+})
+
+describe("the Gemini upstream of an embeddings model", () => {
+  let sim: RunningSimulator
+  let own: TestGateway
+  let ownAdmin: Admin
+  let dir: string
+  beforeAll(async () => {
+    sim = await startSimulator()
+    dir = mkdtempSync(join(tmpdir(), "tollgate-gemini-embed-"))
+    const configPath = join(dir, "tollgate.yaml")
+    writeFileSync(
+      configPath,
+      `
+upstreams:
+  gem: { protocol: gemini, baseUrl: "${sim.baseUrl}", apiKey: "${sim.apiKey}", timeoutMs: 20000 }
+models:
+  - { id: emb-gemini, plugin: embeddings, upstreams: [gem], upstreamModel: gemini-embedding-001, pricing: { input: "0.02" } }
+`
+    )
+    own = await startTestGateway({ configPath })
+    ownAdmin = makeAdmin(own)
+  }, 60_000)
+  afterAll(async () => {
+    await closeAfterReplay(ownAdmin === undefined ? undefined : { admin: ownAdmin, close: () => own.close() }, sim)
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("is sent each request's taskType and title (which shape Gemini's vectors)", async () => {
+    const customer = await ownAdmin.customer()
+    sim.clearCalls()
+    const answer = await fetch(`${own.url}/v1beta/models/emb-gemini:batchEmbedContents`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-goog-api-key": customer.key },
+      body: JSON.stringify({
+        requests: [
+          { model: "models/emb-gemini", content: { parts: [{ text: "a query" }] }, taskType: "RETRIEVAL_QUERY" },
+          {
+            model: "models/emb-gemini",
+            content: { parts: [{ text: "a document" }] },
+            task_type: "RETRIEVAL_DOCUMENT",
+            title: "The document"
+          },
+          { model: "models/emb-gemini", content: { parts: [{ text: "no hints" }] } }
+        ]
+      })
+    })
+    assert.strictEqual(answer.status, 200, await answer.clone().text())
+    const sent = sim.calls().find((c) => c.path.endsWith(":batchEmbedContents"))?.body as {
+      requests: ReadonlyArray<Record<string, unknown>>
+    }
+    assert.deepStrictEqual(
+      sent.requests.map((r) => [r.content, r.taskType, r.title]),
+      [
+        [{ parts: [{ text: "a query" }] }, "RETRIEVAL_QUERY", undefined],
+        [{ parts: [{ text: "a document" }] }, "RETRIEVAL_DOCUMENT", "The document"],
+        [{ parts: [{ text: "no hints" }] }, undefined, undefined]
+      ]
+    )
   })
 })
