@@ -5,6 +5,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { ApiError, GoogleGenAI } from "@google/genai"
+import fc from "fast-check"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -13,6 +14,7 @@ import { countGeminiContents } from "../../../src/adapters/tokenizer/Tokenizer.t
 import { type Admin, closeAfterReplay, type Customer, makeAdmin } from "../chat/ChatHarness.ts"
 import { holdsOf, type Wire } from "../images/ImageHarness.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
+import { TASK_TYPES } from "../../../src/http/GeminiApi.ts"
 
 let gateway: TestGateway
 let admin: Admin
@@ -316,6 +318,56 @@ describe(":embedContent and :batchEmbedContents", () => {
     assert.strictEqual(hundred.body.embeddings.length, 100)
     const holds = await holdsOf(admin, customer.accountId)
     assert.strictEqual(holds.length, 1, "only the valid batch was held")
+  })
+
+  it("answers any batch with one vector per request, each of its size, or a 400 holding nothing", async () => {
+    const customer = await admin.customer({ deposit: "1000" })
+    const weighted = <A, B>(good: fc.Arbitrary<A>, bad: fc.Arbitrary<B>) =>
+      fc.oneof({ arbitrary: good, weight: 6 }, { arbitrary: bad, weight: 1 })
+    const part = weighted(
+      fc.record({ text: fc.string({ minLength: 1, maxLength: 12 }) }),
+      fc.oneof(
+        fc.constant({ text: "" }),
+        fc.constant({ inlineData: { mimeType: "image/png", data: "AAAA" } }),
+        fc.jsonValue({ maxDepth: 1 })
+      )
+    )
+    const request = fc.record(
+      {
+        model: weighted(fc.constantFrom("models/sim-embedding", "sim-embedding"), fc.jsonValue({ maxDepth: 1 })),
+        content: weighted(
+          fc.record({ role: fc.constant("user"), parts: fc.array(part, { minLength: 1, maxLength: 3 }) }),
+          fc.jsonValue({ maxDepth: 2 })
+        ),
+        outputDimensionality: weighted(fc.integer({ min: 1, max: 24 }), fc.oneof(fc.integer({ max: 0 }), fc.double())),
+        taskType: weighted(fc.constantFrom(...TASK_TYPES), fc.string({ maxLength: 6 }))
+      },
+      { requiredKeys: ["content"] }
+    )
+    let answered = 0
+    await fc.assert(
+      fc.asyncProperty(fc.array(request, { minLength: 1, maxLength: 4 }), async (generated) => {
+        // What the gateway reads: the JSON text (NaN becomes null, -0 becomes 0).
+        const requests: ReadonlyArray<Wire> = JSON.parse(JSON.stringify(generated))
+        const answer = await gemini("sim-embedding", "batchEmbedContents", customer.key, { requests })
+        if (answer.status !== 200) {
+          assertGoogleError(answer, 400, "INVALID_ARGUMENT", /^requests\[\d+\]/, JSON.stringify(requests))
+          return
+        }
+        answered += 1
+        assert.strictEqual(answer.body.embeddings.length, requests.length)
+        requests.forEach((sent, index) => {
+          const values: ReadonlyArray<number> = answer.body.embeddings[index].values
+          if (typeof sent.outputDimensionality === "number")
+            assert.strictEqual(values.length, sent.outputDimensionality)
+          else assert.isAbove(values.length, 24)
+        })
+      }),
+      { numRuns: 40, seed: 16 }
+    )
+    assert.isAbove(answered, 0, "some batches were valid")
+    assert.isBelow(answered, 40, "some batches were not")
+    assert.strictEqual((await holdsOf(admin, customer.accountId)).length, answered, "one hold per answered batch")
   })
 
   it("refuses unknown models (404), other kinds (400 naming the endpoint) and models off the key's list (403)", async () => {
