@@ -78,11 +78,12 @@ const TOOLS = [
 ]
 
 describe(":countTokens", () => {
-  it("counts with the SDK for text models of every upstream protocol, the chat hold's count, charging nothing", async () => {
+  it("counts with the SDK for text models of every upstream protocol (and embeddings models), the chat hold's count, charging nothing", async () => {
     const customer = await admin.customer()
     const ai = sdk(customer.key)
     const expected = countGeminiContents({ contents: HELLO })
-    for (const model of ["sim-gemini", "sim-openai", "sim-anthropic"]) {
+    // Embeddings models too, as Google counts for gemini-embedding-001.
+    for (const model of ["sim-gemini", "sim-openai", "sim-anthropic", "sim-embedding"]) {
       const counted = await ai.models.countTokens({ model, contents: HELLO })
       assert.strictEqual(counted.totalTokens, expected, model)
       const plain = await ai.models.countTokens({ model, contents: "Hello there, how many tokens is this?" })
