@@ -45,6 +45,7 @@ import * as RateLimitTokens from "./app/RateLimitTokens.ts"
 import * as Tracing from "./adapters/telemetry/Tracing.ts"
 import { MetricsToken, PrometheusRegistry, scrape } from "./http/Metrics.ts"
 import * as ChatApi from "./http/ChatApi.ts"
+import * as GeminiApi from "./http/GeminiApi.ts"
 import * as ImagesApi from "./http/ImagesApi.ts"
 import { ImageFetcherService } from "./plugins/chat-image/ImageInputs.ts"
 import { GuardedFetcher, type GuardedFetcherOptions } from "./adapters/fetch/GuardedFetcher.ts"
@@ -169,6 +170,7 @@ export const routesLayer = Layer.mergeAll(
   AdminVideosApi.layer,
   UsageApi.layer,
   ChatApi.layer,
+  GeminiApi.layer,
   ImagesApi.layer,
   EmbeddingsApi.layer,
   AudioApi.layer,

@@ -61,7 +61,8 @@ const countTokens = Effect.gen(function* () {
 
 const GEMINI_PATH = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/
 
-const gemini = Effect.gen(function* () {
+/** `:generateContent` and `:streamGenerateContent`, dispatched to from GeminiApi.ts with Google's other methods. */
+export const gemini = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const url = new URL(request.url, "http://x")
   const match = GEMINI_PATH.exec(url.pathname)
@@ -88,6 +89,5 @@ const gemini = Effect.gen(function* () {
 export const layer = Layer.mergeAll(
   route("POST", "/v1/chat/completions", chat("openai"), "openai"),
   route("POST", "/v1/messages", chat("anthropic"), "anthropic"),
-  route("POST", "/v1/messages/count_tokens", countTokens, "anthropic"),
-  route("POST", "/v1beta/models/*", gemini, "google")
+  route("POST", "/v1/messages/count_tokens", countTokens, "anthropic")
 )

@@ -245,9 +245,18 @@ export interface VideosPlugin {
 // Embeddings, transcription, speech: OpenAI's shapes (protocols.md §7) on the client side; each family converts its
 // upstream's answer into these values and the gateway encodes them for the client.
 
-/** One input of an embeddings request: a string, or a pre-tokenized array of token ids. */
+/**
+ * One input of an embeddings request: a string, or a pre-tokenized array of token ids. A text may carry Gemini's
+ * per-request hints (`taskType`, `title`, from the Gemini embeddings paths), which change Gemini's vectors; upstreams
+ * without such fields ignore them.
+ */
 export type EmbeddingInput =
-  | { readonly _tag: "Text"; readonly text: string }
+  | {
+      readonly _tag: "Text"
+      readonly text: string
+      readonly taskType?: string | undefined
+      readonly title?: string | undefined
+    }
   | { readonly _tag: "Tokens"; readonly tokens: ReadonlyArray<number> }
 
 export interface EmbeddingsRequest {

@@ -2,7 +2,8 @@
  * The built-in embeddings family (`embeddings`). On an `openai` upstream: `POST /embeddings`, asking for base64 (a
  * quarter of the bytes of decimal floats) and decoding little-endian float32, while still accepting float arrays from
  * upstreams that ignore the format. On a `gemini` upstream: `:batchEmbedContents`, one request per text, in batches
- * of at most 100 (the API's limit); Gemini cannot take token-id inputs and reports no token usage, so such a model
+ * of at most 100 (the API's limit), each text with its own `taskType` and `title` when the client gave them (the
+ * Gemini embeddings paths); Gemini cannot take token-id inputs and reports no token usage, so such a model
  * answers 400 for token inputs before any call and bills the gateway's count of the texts.
  * Billed per input token: estimate and price are the same rule on the gateway's count and the upstream's.
  */
@@ -112,15 +113,19 @@ export const openAiVectors = (
   return vectors as ReadonlyArray<ReadonlyArray<number>>
 }
 
+type TextInput = Extract<EmbeddingInput, { readonly _tag: "Text" }>
+
 export const geminiBatchBody = (
   call: EmbeddingsCall,
-  texts: ReadonlyArray<string>
+  texts: ReadonlyArray<TextInput>
 ): { readonly requests: ReadonlyArray<Record<string, unknown>> } => ({
-  requests: texts.map((text) =>
+  requests: texts.map((input) =>
     compact({
       model: `models/${call.model.upstreamModel}`,
-      content: { parts: [{ text }] },
-      outputDimensionality: call.request.dimensions
+      content: { parts: [{ text: input.text }] },
+      outputDimensionality: call.request.dimensions,
+      taskType: input.taskType,
+      title: input.title
     })
   )
 })
@@ -184,7 +189,7 @@ export const makeEmbeddingsPlugin = (client: UpstreamClient["Service"]): Embeddi
   const gemini = (
     call: EmbeddingsCall,
     upstream: UpstreamConfig,
-    texts: ReadonlyArray<string>
+    texts: ReadonlyArray<TextInput>
   ): Effect.Effect<EmbeddingsReply, UpstreamError | PluginFailure> =>
     Effect.gen(function* () {
       const batches = yield* Effect.forEach(
@@ -213,7 +218,7 @@ export const makeEmbeddingsPlugin = (client: UpstreamClient["Service"]): Embeddi
       const { inputs } = call.request
       const input = openAiInput(inputs)
       if (isFailure(input)) return yield* Effect.fail(input)
-      const texts = inputs.flatMap((one) => (one._tag === "Text" ? [one.text] : []))
+      const texts = inputs.flatMap((one) => (one._tag === "Text" ? [one] : []))
       const hasTokens = texts.length < inputs.length
       const callable = upstreamsFor(call.model, ["openai", "gemini"])
       const upstreams = hasTokens ? callable.filter((upstream) => upstream.protocol !== "gemini") : callable

@@ -83,13 +83,13 @@ describe("embeddings request bodies", () => {
 
   it("sends Gemini one request per text with the model path and outputDimensionality", () => {
     const call = callOf({ inputs: [text("x"), text("y")], dimensions: 8 })
-    assert.deepStrictEqual(geminiBatchBody(call, ["x", "y"]), {
+    assert.deepStrictEqual(geminiBatchBody(call, [text("x"), text("y")]), {
       requests: [
         { model: "models/text-embedding-3-small", content: { parts: [{ text: "x" }] }, outputDimensionality: 8 },
         { model: "models/text-embedding-3-small", content: { parts: [{ text: "y" }] }, outputDimensionality: 8 }
       ]
     })
-    const plain = geminiBatchBody(callOf({ inputs: [text("x")] }), ["x"])
+    const plain = geminiBatchBody(callOf({ inputs: [text("x")] }), [text("x")])
     assert.isFalse("outputDimensionality" in (plain.requests[0] ?? {}))
   })
 })

@@ -143,6 +143,33 @@ describe("embeddings on the simulator's Gemini API", () => {
     assert.strictEqual(harness.sim.calls().filter((c) => c.path.endsWith(":batchEmbedContents")).length, 3)
   })
 
+  it("sends each text's taskType and title to Gemini, and neither to OpenAI", async () => {
+    harness.sim.clearCalls()
+    const inputs = [
+      { _tag: "Text", text: "a query", taskType: "RETRIEVAL_QUERY" },
+      { _tag: "Text", text: "a document", taskType: "RETRIEVAL_DOCUMENT", title: "The document" },
+      { _tag: "Text", text: "no hints" }
+    ] as const
+    await run(plugin.embed(call(gemini(), { inputs, dimensions: 4 })))
+    const sent = harness.sim.calls().find((c) => c.path.endsWith(":batchEmbedContents"))?.body as {
+      requests: ReadonlyArray<Record<string, unknown>>
+    }
+    assert.deepStrictEqual(
+      sent.requests.map((r) => [r.taskType, r.title]),
+      [
+        ["RETRIEVAL_QUERY", undefined],
+        ["RETRIEVAL_DOCUMENT", "The document"],
+        [undefined, undefined]
+      ]
+    )
+    assert.deepStrictEqual(Object.keys(sent.requests[2] ?? {}).sort(), ["content", "model", "outputDimensionality"])
+    harness.sim.clearCalls()
+    await run(plugin.embed(call(openai(), { inputs, dimensions: 4 })))
+    const openAiBody = harness.sim.calls().find((c) => c.path === "/v1/embeddings")?.body as Record<string, unknown>
+    assert.deepStrictEqual(openAiBody.input, ["a query", "a document", "no hints"])
+    assert.notProperty(openAiBody, "taskType")
+  })
+
   it("refuses token-id inputs with a 400 before calling Gemini", async () => {
     harness.sim.clearCalls()
     const failed = await failure(plugin.embed(call(gemini(), { inputs: [{ _tag: "Tokens", tokens: [1, 2] }] })))
