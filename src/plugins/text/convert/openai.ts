@@ -18,7 +18,8 @@
  *   tool messages, and `isError` becomes an "Error: " text prefix.
  * - Responses: only `choices[0]` is read; `finish_reason` "stop" cannot tell end_turn from stop_sequence; invalid
  *   tool-call arguments in an upstream response become `{}`; `annotations`, `logprobs`, `service_tier`,
- *   `system_fingerprint` are dropped. IR → OpenAI response joins all text parts into one string.
+ *   `system_fingerprint` are dropped. IR → OpenAI response joins all text parts into one string and prefixes another
+ *   vendor's id with `chatcmpl-`.
  * - IR → OpenAI request: `tool_choice`/`parallel_tool_calls` are omitted without tools.
  * - `top_k` (Anthropic/Gemini) has no OpenAI field and is dropped; an Anthropic prefill (trailing assistant turn) is
  *   sent as an ordinary assistant message; a `stop_sequence` stop reason becomes `stop`; stop sequences beyond OpenAI's
@@ -589,11 +590,17 @@ export const openAIResponseToIR = (body: unknown): Converted<ChatResponse> => {
   })
 }
 
+/**
+ * OpenAI clients (and the logs and dashboards built on them) take a completion id to start with `chatcmpl-`; another
+ * vendor's id is kept behind the prefix so the upstream's record can still be found from it.
+ */
+export const chatCompletionId = (id: string): string => (id.startsWith("chatcmpl-") ? id : `chatcmpl-${id}`)
+
 export const irToOpenAIResponse = (response: ChatResponse, options: OpenAIResponseOptions): JsonRecord => {
   const text = response.content.flatMap((p) => (p.type === "text" ? [p.text] : []))
   const calls = response.content.filter((p): p is ToolCallPart => p.type === "tool_call")
   return {
-    id: options.id ?? response.id,
+    id: options.id ?? chatCompletionId(response.id),
     object: "chat.completion",
     created: options.created,
     model: response.model,
