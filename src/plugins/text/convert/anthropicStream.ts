@@ -23,7 +23,7 @@ import {
   type UpstreamEvent
 } from "./ChatStream.ts"
 import { asRecord, asString, isRecord, type JsonRecord } from "./json.ts"
-import { syntheticSignature } from "./thinkingSignature.ts"
+import { clientSignature, packToolId, syntheticSignature } from "./thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./toolId.ts"
 
 const ANTHROPIC_ERROR_KINDS: Readonly<Record<string, ErrorKind>> = {
@@ -237,7 +237,12 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncoderOption
               : block.type === "thinking"
                 ? { type: "thinking", thinking: "", signature: "" }
                 : block.type === "tool_use"
-                  ? { type: "tool_use", id: sanitizeToolId(block.id), name: block.name, input: {} }
+                  ? {
+                      type: "tool_use",
+                      id: sanitizeToolId(packToolId(block.id, block.signature)),
+                      name: block.name,
+                      input: {}
+                    }
                   : { type: "redacted_thinking", data: block.data }
           return [sseEvent("content_block_start", { type: "content_block_start", index, content_block: contentBlock })]
         }
@@ -248,7 +253,9 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncoderOption
           return [delta(event.index, { type: "thinking_delta", thinking: event.text })]
         case "signature_delta":
           if (thinking) thinking.signed = true
-          return [delta(event.index, { type: "signature_delta", signature: event.signature })]
+          return [
+            delta(event.index, { type: "signature_delta", signature: clientSignature(event.signature, event.origin) })
+          ]
         case "tool_input_delta":
           return [delta(event.index, { type: "input_json_delta", partial_json: event.json })]
         case "block_stop": {

@@ -24,6 +24,7 @@ import {
   type UpstreamEvent
 } from "./ChatStream.ts"
 import { asArray, asRecord, asString, isRecord, type JsonRecord, parseJson } from "./json.ts"
+import { packToolId } from "./thinkingSignature.ts"
 import {
   chatCompletionId,
   irUsageToOpenAI,
@@ -256,7 +257,7 @@ export const makeOpenAIStreamEncoder = (options: OpenAIStreamEncoderOptions): St
           toolIndex.set(event.index, n)
           const call = {
             index: n,
-            id: event.block.id,
+            id: packToolId(event.block.id, event.block.signature),
             type: "function",
             function: { name: event.block.name, arguments: "" }
           }
