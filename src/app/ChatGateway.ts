@@ -330,7 +330,8 @@ export class ChatGateway extends Context.Service<
           fallbackId,
           fallbackModel: modelId,
           clientModel: modelId,
-          includeUsage
+          includeUsage,
+          inputTokens
         })
         // A long stream records what it delivered with its hold's lease: a crash then bills that, not nothing.
         ledger.reportProgress(

@@ -23,6 +23,8 @@ import type { Converted } from "./convert/ChatIR.ts"
 import { irToGeminiRequest } from "./convert/gemini.ts"
 import { asRecord, isRecord, parseJson } from "./convert/json.ts"
 import { irToOpenAIRequest } from "./convert/openai.ts"
+import { signatureOriginOf, unpackToolId } from "./convert/thinkingSignature.ts"
+import { restoreToolId, sanitizeToolId } from "./convert/toolId.ts"
 import { outputCap, textPricing } from "./TextPricing.ts"
 
 type TextProtocol = "openai" | "anthropic" | "gemini"
@@ -114,6 +116,49 @@ const withReplayableThinking = (body: Record<string, unknown>): Record<string, u
   return rest
 }
 
+const gatewayToolId = (id: unknown): string | undefined => {
+  if (typeof id !== "string") return undefined
+  const { id: own, signature } = unpackToolId(restoreToolId(id))
+  return signature === undefined ? undefined : sanitizeToolId(own)
+}
+
+/**
+ * An Anthropic client's history goes to an Anthropic upstream untouched, except what the gateway itself handed out
+ * for another vendor's turns (see thinkingSignature.ts): thinking blocks whose signature Anthropic did not issue are
+ * dropped, since Anthropic refuses the whole request over one (and keeping their text as an assistant text block would
+ * put reasoning in the model's mouth as if it had said it), and tool ids carrying a Gemini signature get their own id
+ * back. The body is only rebuilt when there is something to drop.
+ */
+export const withoutForeignSignatures = (body: Record<string, unknown>): Record<string, unknown> => {
+  if (!Array.isArray(body.messages)) return body
+  let changed = false
+  const messages = body.messages.flatMap((raw): ReadonlyArray<unknown> => {
+    const message = asRecord(raw)
+    const blocks: unknown = message.content
+    if (!Array.isArray(blocks)) return [raw]
+    const content = blocks.flatMap((rawBlock): ReadonlyArray<unknown> => {
+      const block = asRecord(rawBlock)
+      if (
+        message.role === "assistant" &&
+        block.type === "thinking" &&
+        typeof block.signature === "string" &&
+        signatureOriginOf(block.signature) !== "anthropic"
+      ) {
+        changed = true
+        return []
+      }
+      const key = block.type === "tool_use" ? "id" : block.type === "tool_result" ? "tool_use_id" : undefined
+      const own = key === undefined ? undefined : gatewayToolId(block[key])
+      if (key === undefined || own === undefined) return [rawBlock]
+      changed = true
+      return [{ ...block, [key]: own }]
+    })
+    if (content.length === blocks.length && content.every((b, i) => b === blocks[i])) return [raw]
+    return message.role === "assistant" && content.length === 0 ? [] : [{ ...message, content }]
+  })
+  return changed ? withReplayableThinking({ ...body, messages }) : body
+}
+
 interface UpstreamCall {
   readonly path: string
   readonly body: Record<string, unknown>
@@ -148,7 +193,10 @@ const buildCall = (call: ChatCall, protocol: TextProtocol): Converted<UpstreamCa
     }
     case "anthropic": {
       if (client.dialect === "anthropic") {
-        return Result.succeed({ path: AnthropicPaths.messages, body: { ...client.body, model: model.upstreamModel } })
+        return Result.succeed({
+          path: AnthropicPaths.messages,
+          body: withoutForeignSignatures({ ...client.body, model: model.upstreamModel })
+        })
       }
       return Result.map(irToAnthropicRequest(request, { defaultMaxTokens: cap }), (body) => ({
         path: AnthropicPaths.messages,

@@ -8,8 +8,9 @@
  * - Tool-call ids are kept as the upstream/client issued them; only the Anthropic encoders sanitize them
  *   (see `toolId.ts`), and the Anthropic decoders restore them, so the IR never holds a sanitized id.
  * - Tool results live in their own `tool` message, always placed right after the assistant turn that called them.
- * - A thinking part records whether its signature is a genuine Anthropic one or a gateway-made `gw1.` tag, so a
- *   synthetic signature is never replayed to Anthropic as if it were signed.
+ * - A thinking part records which vendor issued its signature (Anthropic, Gemini) or that the gateway made it up, and
+ *   a tool call may carry the Gemini `thoughtSignature` it came with: each request encoder sends on only its own
+ *   vendor's signatures (see `thinkingSignature.ts` for how clients carry them in between).
  * - Enums are open: unknown stop reasons, efforts, etc. are carried as strings.
  */
 import { Result, Schema } from "effect"
@@ -34,6 +35,8 @@ export interface ToolCallPart {
   readonly name: string
   /** The parsed arguments object (OpenAI's `arguments` JSON text, Anthropic's `input`, Gemini's `args`). */
   readonly input: Readonly<Record<string, unknown>>
+  /** The Gemini `thoughtSignature` on this function call; only ever sent back to Gemini. */
+  readonly signature?: string
 }
 
 export interface ToolResultPart {
@@ -43,11 +46,12 @@ export interface ToolResultPart {
   readonly isError: boolean
 }
 
-export type SignatureOrigin = "anthropic" | "synthetic"
+export type SignatureOrigin = "anthropic" | "gemini" | "synthetic"
 
 export interface ThinkingPart {
   readonly type: "thinking"
   readonly text: string
+  /** The issuing vendor's own signature (unwrapped), or the gateway's `gw1.` placeholder. */
   readonly signature?: string
   readonly signatureOrigin?: SignatureOrigin
 }

@@ -18,7 +18,7 @@ export interface UpstreamEvent {
 export type StreamBlock =
   | { readonly type: "text" }
   | { readonly type: "thinking" }
-  | { readonly type: "tool_use"; readonly id: string; readonly name: string }
+  | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly signature?: string }
   | { readonly type: "redacted_thinking"; readonly data: string }
 
 /** Vendor-neutral error classes; each client encoder maps them to its dialect's error type. */
@@ -38,7 +38,13 @@ export type StreamEvent =
   | { readonly type: "block_start"; readonly index: number; readonly block: StreamBlock }
   | { readonly type: "text_delta"; readonly index: number; readonly text: string }
   | { readonly type: "thinking_delta"; readonly index: number; readonly text: string }
-  | { readonly type: "signature_delta"; readonly index: number; readonly signature: string }
+  | {
+      readonly type: "signature_delta"
+      readonly index: number
+      readonly signature: string
+      /** Who issued it; the Anthropic encoder wraps a Gemini one so that it is never replayed to Anthropic. */
+      readonly origin: "anthropic" | "gemini"
+    }
   | { readonly type: "tool_input_delta"; readonly index: number; readonly json: string }
   | { readonly type: "block_stop"; readonly index: number }
   | { readonly type: "usage"; readonly usage: Usage }
@@ -113,9 +119,9 @@ export const makeSequencer = (fallback: Fallback) => {
   const deltaThinking = (text: string) => {
     if (!done && open?.kind === "thinking" && text !== "") out.push({ type: "thinking_delta", index: open.index, text })
   }
-  const deltaSignature = (signature: string) => {
+  const deltaSignature = (signature: string, origin: "anthropic" | "gemini" = "anthropic") => {
     if (!done && open?.kind === "thinking" && signature !== "") {
-      out.push({ type: "signature_delta", index: open.index, signature })
+      out.push({ type: "signature_delta", index: open.index, signature, origin })
     }
   }
   const deltaToolInput = (json: string) => {

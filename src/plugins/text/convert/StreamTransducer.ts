@@ -39,6 +39,8 @@ export interface StreamTransducerOptions {
   readonly includeUsage?: boolean
   /** OpenAI clients: which field carries reasoning text. */
   readonly reasoningField?: ReasoningField
+  /** Anthropic clients: the gateway's count of the prompt, for `message_start` when the upstream gives none there. */
+  readonly inputTokens?: number
 }
 
 export interface StreamSnapshot {
@@ -90,7 +92,10 @@ const encoderFor = (options: StreamTransducerOptions): StreamEncoder => {
         ...(options.reasoningField !== undefined ? { reasoningField: options.reasoningField } : {})
       })
     case "anthropic":
-      return makeAnthropicStreamEncoder(overrides)
+      return makeAnthropicStreamEncoder({
+        ...overrides,
+        ...(options.inputTokens !== undefined ? { inputTokens: options.inputTokens } : {})
+      })
     case "gemini":
       return makeGeminiStreamEncoder(overrides)
   }

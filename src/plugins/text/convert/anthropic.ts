@@ -13,9 +13,11 @@
  * - IR → Anthropic request: `max_tokens` defaults to `defaultMaxTokens`; `tool_choice` is omitted without tools; temperature is clamped to 0..1 and, like
  *   `top_p`, omitted when thinking is on; thinking is dropped when `tool_choice` forces a tool (Anthropic rejects the
  *   pair) or when `max_tokens` leaves no room for the minimum 1024-token budget; an effort becomes a budget from
- *   `EFFORT_BUDGETS`; thinking parts without a genuine Anthropic signature (synthetic `gw1.` or none) are stripped;
+ *   `EFFORT_BUDGETS`; thinking parts without a genuine Anthropic signature (Gemini's, synthetic `gw1.` or none) are
+ *   stripped; a Gemini signature packed in a tool id is dropped (see thinkingSignature.ts);
  *   empty text parts and empty assistant turns are dropped; tool ids are sanitized (`toolId.ts`).
- * - IR → Anthropic response: unsigned thinking gets a synthetic `gw1.` signature; `stop_sequence` is null unless known.
+ * - IR → Anthropic response: unsigned thinking gets a synthetic `gw1.` signature, a Gemini one is wrapped as
+ *   `gw1.gemini.…`, a call's Gemini signature is packed in its id; `stop_sequence` is null unless known.
  * - Anthropic → IR response: server-tool blocks and citations are dropped.
  */
 import { Result } from "effect"
@@ -41,7 +43,7 @@ import type {
 } from "./ChatIR.ts"
 import { checkToolPairing, convertError, optionalFlag } from "./ChatIR.ts"
 import { asArray, asCount, asNumber, asRecord, asString, compact, isRecord, type JsonRecord, label } from "./json.ts"
-import { signatureOriginOf, syntheticSignature } from "./thinkingSignature.ts"
+import { clientSignature, packToolId, readSignature, syntheticSignature, unpackToolId } from "./thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./toolId.ts"
 
 export interface AnthropicRequestOptions {
@@ -144,7 +146,7 @@ const toolResultOf = (block: JsonRecord, param: string): Converted<ToolResultPar
   }
   return Result.succeed({
     type: "tool_result",
-    toolCallId: restoreToolId(toolUseId),
+    toolCallId: unpackToolId(restoreToolId(toolUseId)).id,
     content,
     isError: isError.success === true
   })
@@ -153,10 +155,10 @@ const toolResultOf = (block: JsonRecord, param: string): Converted<ToolResultPar
 /** The signature decides whether the block may ever be replayed to Anthropic (see thinkingSignature.ts). */
 const thinkingBlockToIR = (block: JsonRecord): ThinkingPart => {
   const text = asString(block.thinking) ?? ""
-  const signature = asString(block.signature) ?? ""
-  return signature === ""
-    ? { type: "thinking", text }
-    : { type: "thinking", text, signature, signatureOrigin: signatureOriginOf(signature) }
+  const raw = asString(block.signature) ?? ""
+  if (raw === "") return { type: "thinking", text }
+  const { signature, origin } = readSignature(raw)
+  return { type: "thinking", text, signature, signatureOrigin: origin }
 }
 
 /** One Anthropic user turn → an IR tool message (its tool results) followed by an IR user message (the rest). */
@@ -221,7 +223,8 @@ const assistantTurnOf = (content: unknown, param: string): Converted<Message> =>
         if (id === undefined || name === undefined) return convertError(at, "tool_use needs a string id and name")
         const input = block.input === undefined ? {} : block.input
         if (!isRecord(input)) return convertError(`${at}.input`, "tool_use input must be an object")
-        parts.push({ type: "tool_call", id: restoreToolId(id), name, input })
+        const unpacked = unpackToolId(restoreToolId(id))
+        parts.push(compact({ type: "tool_call" as const, id: unpacked.id, name, input, signature: unpacked.signature }))
         break
       }
       default:
@@ -605,11 +608,23 @@ const responseBlockOf = (part: AssistantPart): JsonRecord => {
     case "text":
       return { type: "text", text: part.text }
     case "thinking":
-      return { type: "thinking", thinking: part.text, signature: part.signature ?? syntheticSignature(part.text) }
+      return {
+        type: "thinking",
+        thinking: part.text,
+        signature:
+          part.signature === undefined
+            ? syntheticSignature(part.text)
+            : clientSignature(part.signature, part.signatureOrigin)
+      }
     case "redacted_thinking":
       return { type: "redacted_thinking", data: part.data }
     case "tool_call":
-      return { type: "tool_use", id: sanitizeToolId(part.id), name: part.name, input: part.input }
+      return {
+        type: "tool_use",
+        id: sanitizeToolId(packToolId(part.id, part.signature)),
+        name: part.name,
+        input: part.input
+      }
   }
 }
 

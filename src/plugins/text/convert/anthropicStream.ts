@@ -4,8 +4,10 @@
  * Lossy cases:
  * - Parser: server-tool blocks (`server_tool_use`, `web_search_tool_result`, …) and `citations_delta` are dropped;
  *   `ping` is dropped (the HTTP layer sends its own keepalives); block indexes are renumbered densely.
- * - Encoder: `message_start` reports the input usage known at that point (0 for OpenAI upstreams; the real values come
- *   in the final `message_delta`, whose usage is cumulative). Thinking blocks that end without an upstream signature get
+ * - Encoder: `message_start` reports the upstream's input usage, or, when the upstream reports none before its end
+ *   (OpenAI, Gemini), the gateway's own count of the prompt: clients such as LangChain's ChatAnthropic read the input
+ *   tokens there only. The final `message_delta` repeats the input count (cumulative usage, the SDK overwrites its
+ *   snapshot field by field), the upstream's real one when it gave one. Thinking blocks that end without an upstream signature get
  *   a synthetic `gw1.` signature. Tool-call ids are sanitized to `^[a-zA-Z0-9_-]+$`.
  */
 import type { Usage } from "./ChatIR.ts"
@@ -21,7 +23,7 @@ import {
   type UpstreamEvent
 } from "./ChatStream.ts"
 import { asRecord, asString, isRecord, type JsonRecord } from "./json.ts"
-import { syntheticSignature } from "./thinkingSignature.ts"
+import { clientSignature, packToolId, syntheticSignature } from "./thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./toolId.ts"
 
 const ANTHROPIC_ERROR_KINDS: Readonly<Record<string, ErrorKind>> = {
@@ -183,6 +185,8 @@ export interface AnthropicStreamEncoderOptions {
   readonly id?: string
   /** Overrides the upstream model name. */
   readonly model?: string
+  /** The gateway's count of the prompt, for `message_start` when the upstream has not reported its own yet. */
+  readonly inputTokens?: number
 }
 
 /** Cumulative usage as `message_start`/`message_delta` carry it (the SDK overwrites its snapshot field by field). */
@@ -196,6 +200,8 @@ const streamUsage = (usage: Usage): JsonRecord => ({
 export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncoderOptions = {}): StreamEncoder => {
   const clientIndex = new Map<number, number>()
   let thinking: { text: string; signed: boolean } | undefined
+  // What message_start said, so a stream ending without the upstream's usage does not take the input count back to 0.
+  let startUsage: Usage = { ...emptyUsage, inputTokens: options.inputTokens ?? 0 }
   const at = (index: number) => clientIndex.get(index) ?? index
   const delta = (index: number, payload: JsonRecord) =>
     sseEvent("content_block_delta", { type: "content_block_delta", index: at(index), delta: payload })
@@ -203,6 +209,7 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncoderOption
     encode: (event) => {
       switch (event.type) {
         case "message_start": {
+          if (event.usage !== undefined) startUsage = event.usage
           return [
             sseEvent("message_start", {
               type: "message_start",
@@ -214,7 +221,7 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncoderOption
                 content: [],
                 stop_reason: null,
                 stop_sequence: null,
-                usage: streamUsage(event.usage ?? emptyUsage)
+                usage: streamUsage(startUsage)
               }
             })
           ]
@@ -230,7 +237,12 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncoderOption
               : block.type === "thinking"
                 ? { type: "thinking", thinking: "", signature: "" }
                 : block.type === "tool_use"
-                  ? { type: "tool_use", id: sanitizeToolId(block.id), name: block.name, input: {} }
+                  ? {
+                      type: "tool_use",
+                      id: sanitizeToolId(packToolId(block.id, block.signature)),
+                      name: block.name,
+                      input: {}
+                    }
                   : { type: "redacted_thinking", data: block.data }
           return [sseEvent("content_block_start", { type: "content_block_start", index, content_block: contentBlock })]
         }
@@ -241,7 +253,9 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncoderOption
           return [delta(event.index, { type: "thinking_delta", thinking: event.text })]
         case "signature_delta":
           if (thinking) thinking.signed = true
-          return [delta(event.index, { type: "signature_delta", signature: event.signature })]
+          return [
+            delta(event.index, { type: "signature_delta", signature: clientSignature(event.signature, event.origin) })
+          ]
         case "tool_input_delta":
           return [delta(event.index, { type: "input_json_delta", partial_json: event.json })]
         case "block_stop": {
@@ -261,7 +275,7 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncoderOption
                 stop_reason: stopReasonToAnthropic(event.stopReason),
                 stop_sequence: event.stopSequence ?? null
               },
-              usage: streamUsage(event.usage ?? emptyUsage)
+              usage: streamUsage(event.usage ?? startUsage)
             }),
             sseEvent("message_stop", { type: "message_stop" })
           ]

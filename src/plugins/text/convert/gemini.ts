@@ -3,14 +3,15 @@
  *
  * Lossy cases:
  * - Gemini → IR request: `safetySettings`, `cachedContent`, `seed`, penalties, `responseModalities`, `imageConfig`,
- *   `speechConfig`, `mediaResolution`, logprobs, `thoughtSignature`s, `executableCode`/`codeExecutionResult` parts and
- *   non-function tools (`googleSearch`, `codeExecution`) are dropped; thought parts of earlier model turns are dropped;
+ *   `speechConfig`, `mediaResolution`, logprobs, `thoughtSignature`s on text parts, `executableCode`/`codeExecutionResult`
+ *   parts and non-function tools (`googleSearch`, `codeExecution`) are dropped; thought parts of earlier model turns
+ *   are dropped unless signed (signatures on thoughts and function calls are kept, see thinkingSignature.ts);
  *   `fileData` becomes an image URL; `functionResponse.response` becomes text (`result` or `error` when it is a string,
  *   else its JSON); calls without an id get `call_<n>` and responses without an id answer the oldest open call of the
  *   same name; `thinkingConfig.thinkingLevel` becomes an effort. Rejected: `candidateCount > 1`, non-image inline
  *   data (audio, video, PDF), roles other than user/model, responses to no call.
- * - IR → Gemini request: thinking and redacted-thinking parts of earlier turns are dropped (Gemini replays reasoning only
- *   through `thoughtSignature`s, which the IR does not carry; Gemini 3 may then reject replayed function calls);
+ * - IR → Gemini request: thinking without a Gemini signature and redacted thinking are dropped (Gemini replays reasoning
+ *   only through its own `thoughtSignature`s, which go back on the thought or function call they came with);
  *   http(s) image URLs are rejected (Gemini only takes inline data or Files-API URIs; the caller must fetch and inline
  *   them first); `parallelToolCalls`, `user` and JSON-object-vs-schema strictness are dropped; `json_object` becomes
  *   `responseMimeType: application/json` without a schema; effort becomes a `thinkingBudget` (`none` → 0);
@@ -18,9 +19,9 @@
  *   are dropped. Tool-call ids travel in `functionCall.id`/`functionResponse.id` (unverified against the Developer
  *   API; drop them in the adapter if the upstream rejects them).
  * - Gemini → IR response: only `candidates[0]` is read; `inlineData`, `executableCode`, `codeExecutionResult` parts and
- *   `thoughtSignature`s are dropped; function calls without an id get `call_<n>` ids; safety-style finish reasons
+ *   `thoughtSignature`s on text parts are dropped; function calls without an id get `call_<n>` ids; safety-style finish reasons
  *   become `refusal`, `MALFORMED_FUNCTION_CALL`-style ones `error`; a blocked prompt (no candidates) is a `refusal`.
- * - IR → Gemini response: redacted thinking and thinking signatures are dropped.
+ * - IR → Gemini response: redacted thinking and other vendors' thinking signatures are dropped.
  */
 import { Result } from "effect"
 import type {
@@ -115,6 +116,21 @@ export const irUsageToGemini = (usage: Usage): JsonRecord => {
 
 const toolCallToGemini = (call: ToolCallPart): JsonRecord => ({ id: call.id, name: call.name, args: call.input })
 
+/** A function-call part, with the signature Gemini gave it (Gemini 3 refuses a replayed call without it). */
+const functionCallPart = (call: ToolCallPart): JsonRecord =>
+  compact({ functionCall: toolCallToGemini(call), thoughtSignature: call.signature })
+
+/** Only Gemini's own signatures go back to Gemini; a thought part is worth nothing to it without one. */
+const signedThoughtPart = (part: AssistantPart): JsonRecord | undefined =>
+  part.type === "thinking" && part.signatureOrigin === "gemini" && part.signature !== undefined
+    ? { text: part.text, thought: true, thoughtSignature: part.signature }
+    : undefined
+
+const thoughtSignatureOf = (part: JsonRecord): string | undefined => {
+  const signature = asString(field(part, "thoughtSignature"))
+  return signature === "" ? undefined : signature
+}
+
 const userPartToGemini = (part: UserPart, param: string): Converted<JsonRecord> => {
   if (part.type === "text") return Result.succeed({ text: part.text })
   if (part.source.kind === "base64") {
@@ -132,7 +148,11 @@ const assistantPartsToGemini = (parts: ReadonlyArray<AssistantPart>): Array<Json
       case "text":
         return part.text === "" ? [] : [{ text: part.text }]
       case "tool_call":
-        return [{ functionCall: toolCallToGemini(part) }]
+        return [functionCallPart(part)]
+      case "thinking": {
+        const thought = signedThoughtPart(part)
+        return thought === undefined ? [] : [thought]
+      }
       default:
         return []
     }
@@ -276,8 +296,17 @@ const contentsToIR = (raw: unknown): Converted<Array<Message>> => {
           const id = asString(call.id) ?? `call_${callIndex}`
           callIndex++
           open.set(name, [...(open.get(name) ?? []), id])
-          out.push({ type: "tool_call", id, name, input: asRecord(call.args) })
+          const signature = thoughtSignatureOf(part)
+          out.push(compact({ type: "tool_call" as const, id, name, input: asRecord(call.args), signature }))
         } else if (typeof part.text === "string" && part.thought !== true) out.push({ type: "text", text: part.text })
+        else if (typeof part.text === "string" && thoughtSignatureOf(part) !== undefined) {
+          out.push({
+            type: "thinking",
+            text: part.text,
+            signature: thoughtSignatureOf(part) as string,
+            signatureOrigin: "gemini"
+          })
+        }
       }
       messages.push({ role: "assistant", content: out })
       continue
@@ -414,17 +443,27 @@ export const geminiPartsToIR = (
   for (const raw of asArray(rawParts)) {
     const part = asRecord(raw)
     const text = asString(part.text)
+    const signature = thoughtSignatureOf(part)
     if (isRecord(part.functionCall)) {
       const call = part.functionCall
-      parts.push({
-        type: "tool_call",
-        id: asString(call.id) ?? `call_${callIndex}`,
-        name: asString(call.name) ?? "",
-        input: asRecord(call.args)
-      })
+      parts.push(
+        compact({
+          type: "tool_call" as const,
+          id: asString(call.id) ?? `call_${callIndex}`,
+          name: asString(call.name) ?? "",
+          input: asRecord(call.args),
+          signature
+        })
+      )
       callIndex++
+    } else if (text !== undefined && part.thought === true) {
+      parts.push(
+        signature === undefined
+          ? { type: "thinking", text }
+          : { type: "thinking", text, signature, signatureOrigin: "gemini" }
+      )
     } else if (text !== undefined) {
-      parts.push(part.thought === true ? { type: "thinking", text } : { type: "text", text })
+      parts.push({ type: "text", text })
     }
   }
   return { parts, nextCallIndex: callIndex }
@@ -456,9 +495,9 @@ const irPartToGemini = (part: AssistantPart): JsonRecord | undefined => {
     case "text":
       return { text: part.text }
     case "thinking":
-      return { text: part.text, thought: true }
+      return signedThoughtPart(part) ?? { text: part.text, thought: true }
     case "tool_call":
-      return { functionCall: toolCallToGemini(part) }
+      return functionCallPart(part)
     case "redacted_thinking":
       return undefined
   }

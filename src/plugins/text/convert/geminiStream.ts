@@ -2,10 +2,12 @@
  * Gemini `streamGenerateContent?alt=sse` chunks ↔ streaming IR.
  *
  * Lossy cases:
- * - Parser: only `candidates[0]` is read; `thoughtSignature`, `inlineData` and code-execution parts are dropped; the
+ * - Parser: only `candidates[0]` is read; `inlineData`, code-execution parts and a `thoughtSignature` on a text part
+ *   are dropped (one on a thought or a function call is kept, see thinkingSignature.ts); the
  *   stream only ends at upstream EOF (Gemini has no terminator), so `end()` must be called. A function call arrives
  *   whole and becomes one tool block with one input delta.
- * - Encoder: thinking signatures and redacted thinking are dropped; tool arguments are buffered until the block ends
+ * - Encoder: thinking signatures and redacted thinking are dropped (a function call's own Gemini signature is kept);
+ *   tool arguments are buffered until the block ends
  *   because Gemini sends a function call as a whole object (arguments that are not a JSON object become `{}`);
  *   the last chunk carries `finishReason` and `usageMetadata`.
  */
@@ -85,10 +87,20 @@ export const makeGeminiStreamParser = (fallback: Fallback): StreamParser => {
       callIndex = converted.nextCallIndex
       for (const part of converted.parts) {
         if (part.type === "text") seq.ensureText(part.text)
-        else if (part.type === "thinking") seq.ensureThinking(part.text)
-        else if (part.type === "tool_call") {
+        else if (part.type === "thinking") {
+          seq.ensureThinking(part.text)
+          if (part.signature !== undefined) {
+            if (seq.openKind !== "thinking") seq.openBlock({ type: "thinking" })
+            seq.deltaSignature(part.signature, "gemini")
+          }
+        } else if (part.type === "tool_call") {
           sawToolCalls = true
-          seq.openBlock({ type: "tool_use", id: part.id, name: part.name })
+          seq.openBlock({
+            type: "tool_use",
+            id: part.id,
+            name: part.name,
+            ...(part.signature === undefined ? {} : { signature: part.signature })
+          })
           seq.deltaToolInput(JSON.stringify(part.input))
           seq.close()
         }
@@ -115,7 +127,7 @@ export interface GeminiStreamEncoderOptions {
 export const makeGeminiStreamEncoder = (options: GeminiStreamEncoderOptions = {}): StreamEncoder => {
   let id = options.id ?? ""
   let model = options.model ?? ""
-  let tool: { id: string; name: string; json: string } | undefined
+  let tool: { id: string; name: string; signature?: string; json: string } | undefined
   const chunk = (parts: ReadonlyArray<JsonRecord>, extra: JsonRecord = {}, candidate: JsonRecord = {}) =>
     sseData({
       candidates: [{ content: { role: "model", parts }, ...candidate, index: 0 }],
@@ -131,7 +143,7 @@ export const makeGeminiStreamEncoder = (options: GeminiStreamEncoderOptions = {}
           model = options.model ?? event.model
           return []
         case "block_start":
-          tool = event.block.type === "tool_use" ? { id: event.block.id, name: event.block.name, json: "" } : undefined
+          tool = event.block.type === "tool_use" ? { ...event.block, json: "" } : undefined
           return []
         case "text_delta":
           return [chunk([{ text: event.text }])]
@@ -144,7 +156,10 @@ export const makeGeminiStreamEncoder = (options: GeminiStreamEncoderOptions = {}
           if (tool === undefined) return []
           const call = tool
           tool = undefined
-          return [chunk([{ functionCall: { id: call.id, name: call.name, args: parseJsonObject(call.json) ?? {} } }])]
+          const functionCall = { id: call.id, name: call.name, args: parseJsonObject(call.json) ?? {} }
+          return [
+            chunk([{ functionCall, ...(call.signature === undefined ? {} : { thoughtSignature: call.signature }) }])
+          ]
         }
         case "message_end":
           return [

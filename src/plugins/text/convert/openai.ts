@@ -13,12 +13,14 @@
  *   encoder writes them back as one message with the role given by `systemRole`.
  * - Assistant turns: OpenAI can only say reasoning → text → tool calls, so IR part order is normalised to that, several
  *   text parts are kept only as a text-part array, several thinking parts are joined by "\n", thinking signatures and
- *   `redacted_thinking` are dropped, `refusal` becomes text.
+ *   `redacted_thinking` are dropped, `refusal` becomes text. A tool call's Gemini signature travels to OpenAI clients in
+ *   its id and is unpacked when it comes back (see thinkingSignature.ts); upstreams get the ids they issued.
  * - Tool results: OpenAI tool messages are text only; images in a tool result move to a user message right after the
  *   tool messages, and `isError` becomes an "Error: " text prefix.
  * - Responses: only `choices[0]` is read; `finish_reason` "stop" cannot tell end_turn from stop_sequence; invalid
  *   tool-call arguments in an upstream response become `{}`; `annotations`, `logprobs`, `service_tier`,
- *   `system_fingerprint` are dropped. IR → OpenAI response joins all text parts into one string.
+ *   `system_fingerprint` are dropped. IR → OpenAI response joins all text parts into one string and prefixes another
+ *   vendor's id with `chatcmpl-`.
  * - IR → OpenAI request: `tool_choice`/`parallel_tool_calls` are omitted without tools.
  * - `top_k` (Anthropic/Gemini) has no OpenAI field and is dropped; an Anthropic prefill (trailing assistant turn) is
  *   sent as an ordinary assistant message; a `stop_sequence` stop reason becomes `stop`; stop sequences beyond OpenAI's
@@ -44,6 +46,7 @@ import type {
 } from "./ChatIR.ts"
 import { checkToolPairing, convertError, optionalFlag } from "./ChatIR.ts"
 import { imageSourceFromUrl, imageSourceToUrl } from "./dataUrl.ts"
+import { packToolId, unpackToolId } from "./thinkingSignature.ts"
 import {
   asArray,
   asCount,
@@ -203,7 +206,8 @@ const toolCallsOf = (raw: unknown, param: string): Converted<ReadonlyArray<ToolC
     if (name === undefined) return convertError(`${at}.function.name`, "function name must be a string")
     const input = parseJsonObject(asString(fn.arguments) ?? "")
     if (input === undefined) return convertError(`${at}.function.arguments`, "arguments must be a JSON object")
-    calls.push({ type: "tool_call", id, name, input })
+    const unpacked = unpackToolId(id)
+    calls.push(compact({ type: "tool_call" as const, id: unpacked.id, name, input, signature: unpacked.signature }))
   }
   return Result.succeed(calls)
 }
@@ -248,7 +252,12 @@ const toolResultOf = (message: JsonRecord, param: string): Converted<ToolResultP
   if (toolCallId === undefined) return convertError(`${param}.tool_call_id`, "tool_call_id must be a string")
   const texts = textOf(message.content ?? "", `${param}.content`)
   if (Result.isFailure(texts)) return Result.fail(texts.failure)
-  return Result.succeed({ type: "tool_result", toolCallId, content: texts.success, isError: false })
+  return Result.succeed({
+    type: "tool_result",
+    toolCallId: unpackToolId(toolCallId).id,
+    content: texts.success,
+    isError: false
+  })
 }
 
 const toolsOf = (raw: unknown): Converted<ReadonlyArray<ToolDefinition>> => {
@@ -441,8 +450,9 @@ const userContent = (parts: ReadonlyArray<UserPart>): string | ReadonlyArray<Jso
           : { type: "image_url", image_url: { url: imageSourceToUrl(p.source) } }
       )
 
-const toolCallToOpenAI = (call: ToolCallPart): JsonRecord => ({
-  id: call.id,
+/** Towards an upstream the id goes as issued; towards a client it carries the call's Gemini signature, if any. */
+const toolCallToOpenAI = (call: ToolCallPart, toClient = false): JsonRecord => ({
+  id: toClient ? packToolId(call.id, call.signature) : call.id,
   type: "function",
   function: { name: call.name, arguments: JSON.stringify(call.input) }
 })
@@ -453,7 +463,7 @@ const assistantToOpenAI = (content: ReadonlyArray<AssistantPart>, reasoningField
   return compact({
     role: "assistant",
     content: texts.length > 0 ? textContent(texts) : calls.length > 0 ? null : "",
-    tool_calls: calls.length > 0 ? calls.map(toolCallToOpenAI) : undefined,
+    tool_calls: calls.length > 0 ? calls.map((call) => toolCallToOpenAI(call)) : undefined,
     ...reasoningFieldOf(content, reasoningField)
   })
 }
@@ -589,11 +599,17 @@ export const openAIResponseToIR = (body: unknown): Converted<ChatResponse> => {
   })
 }
 
+/**
+ * OpenAI clients (and the logs and dashboards built on them) take a completion id to start with `chatcmpl-`; another
+ * vendor's id is kept behind the prefix so the upstream's record can still be found from it.
+ */
+export const chatCompletionId = (id: string): string => (id.startsWith("chatcmpl-") ? id : `chatcmpl-${id}`)
+
 export const irToOpenAIResponse = (response: ChatResponse, options: OpenAIResponseOptions): JsonRecord => {
   const text = response.content.flatMap((p) => (p.type === "text" ? [p.text] : []))
   const calls = response.content.filter((p): p is ToolCallPart => p.type === "tool_call")
   return {
-    id: options.id ?? response.id,
+    id: options.id ?? chatCompletionId(response.id),
     object: "chat.completion",
     created: options.created,
     model: response.model,
@@ -604,7 +620,7 @@ export const irToOpenAIResponse = (response: ChatResponse, options: OpenAIRespon
           role: "assistant",
           content: text.length > 0 ? text.join("") : null,
           refusal: null,
-          tool_calls: calls.length > 0 ? calls.map(toolCallToOpenAI) : undefined,
+          tool_calls: calls.length > 0 ? calls.map((call) => toolCallToOpenAI(call, true)) : undefined,
           ...reasoningFieldOf(response.content, options.reasoningField ?? "reasoning_content")
         }),
         logprobs: null,

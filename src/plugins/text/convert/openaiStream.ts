@@ -8,6 +8,9 @@
  *   a name is emitted with name "" and, without an id, with `call_<n>`.
  * - Encoder: thinking signatures and redacted thinking are dropped; usage is only sent when the client asked
  *   `stream_options.include_usage`; in-band errors end the stream without `[DONE]` (openai-node throws on them).
+ *   Ids are `chatcmpl-` ids (another vendor's id behind the prefix). The role rides on the first delta of substance:
+ *   `content: ""` before text as OpenAI sends it, `content: null` with a first tool call or reasoning, since the AI
+ *   SDK opens a text part for any string content.
  */
 import type { Usage } from "./ChatIR.ts"
 import { emptyUsage } from "./ChatIR.ts"
@@ -21,7 +24,9 @@ import {
   type UpstreamEvent
 } from "./ChatStream.ts"
 import { asArray, asRecord, asString, isRecord, type JsonRecord, parseJson } from "./json.ts"
+import { packToolId } from "./thinkingSignature.ts"
 import {
+  chatCompletionId,
   irUsageToOpenAI,
   openAIFinishToStopReason,
   openAIUsageToIR,
@@ -230,29 +235,38 @@ export const makeOpenAIStreamEncoder = (options: OpenAIStreamEncoderOptions): St
     })
   const chunk = (delta: JsonRecord, finishReason: string | null = null): string =>
     envelope([{ index: 0, delta, logprobs: null, finish_reason: finishReason }], null)
+  // The role goes on the first delta of substance, as OpenAI sends it: `content: ""` before text, `content: null`
+  // before a tool call or reasoning (the AI SDK turns any string content, even "", into a text part).
+  let opened = false
+  const opening = (content: "" | null): JsonRecord => {
+    if (opened) return {}
+    opened = true
+    return { role: "assistant", content }
+  }
+  const textOpening = (): ReadonlyArray<string> => (opened ? [] : [chunk(opening(""))])
   return {
     encode: (event) => {
       switch (event.type) {
         case "message_start":
-          id = options.id ?? event.id
+          id = options.id ?? chatCompletionId(event.id)
           model = options.model ?? event.model
-          return [chunk({ role: "assistant", content: "" })]
+          return []
         case "block_start": {
           if (event.block.type !== "tool_use") return []
           const n = toolIndex.size
           toolIndex.set(event.index, n)
-          return [
-            chunk({
-              tool_calls: [
-                { index: n, id: event.block.id, type: "function", function: { name: event.block.name, arguments: "" } }
-              ]
-            })
-          ]
+          const call = {
+            index: n,
+            id: packToolId(event.block.id, event.block.signature),
+            type: "function",
+            function: { name: event.block.name, arguments: "" }
+          }
+          return [chunk({ ...opening(null), tool_calls: [call] })]
         }
         case "text_delta":
-          return [chunk({ content: event.text })]
+          return [...textOpening(), chunk({ content: event.text })]
         case "thinking_delta":
-          return reasoningField === "none" ? [] : [chunk({ [reasoningField]: event.text })]
+          return reasoningField === "none" ? [] : [chunk({ ...opening(null), [reasoningField]: event.text })]
         case "tool_input_delta": {
           const n = toolIndex.get(event.index)
           return n === undefined ? [] : [chunk({ tool_calls: [{ index: n, function: { arguments: event.json } }] })]
@@ -260,7 +274,7 @@ export const makeOpenAIStreamEncoder = (options: OpenAIStreamEncoderOptions): St
         case "message_end": {
           // A cut stream may hold a half-written call; "tool_calls" would invite the client to run it.
           const finish = stopReasonToOpenAIFinish(event.stopReason, toolIndex.size > 0 && !event.truncated)
-          const frames = [chunk({}, finish)]
+          const frames = [...textOpening(), chunk({}, finish)]
           if (options.includeUsage) frames.push(envelope([], irUsageToOpenAI(event.usage ?? emptyUsage)))
           frames.push("data: [DONE]\n\n")
           return frames

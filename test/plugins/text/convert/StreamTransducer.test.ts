@@ -73,13 +73,17 @@ describe("Anthropic upstream → OpenAI client", () => {
       "OpenAI frames have no event: line"
     )
     const first = parsed[0].data as Record<string, unknown>
-    assert.strictEqual(first.id, "msg_01Ab")
+    assert.strictEqual(first.id, "chatcmpl-msg_01Ab")
     assert.strictEqual(first.object, "chat.completion.chunk")
     assert.strictEqual(first.created, 1760000000)
     assert.strictEqual(first.usage, null)
     assert.deepStrictEqual(chunkDeltas(parsed), [
-      { index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null },
-      { index: 0, delta: { reasoning_content: "User wants weather" }, logprobs: null, finish_reason: null },
+      {
+        index: 0,
+        delta: { role: "assistant", content: null, reasoning_content: "User wants weather" },
+        logprobs: null,
+        finish_reason: null
+      },
       { index: 0, delta: { content: "Let me check." }, logprobs: null, finish_reason: null },
       {
         index: 0,
@@ -420,6 +424,32 @@ describe("OpenAI upstream → Anthropic client", () => {
   })
 })
 
+describe("input tokens for an Anthropic client of another vendor's model", () => {
+  const usageOf = (parsed: ReadonlyArray<{ event?: string; data: unknown }>, name: string) =>
+    (parsed.find((f) => f.event === name)?.data as { message?: { usage: unknown }; usage?: unknown }) ?? {}
+
+  it("given the gateway's count, message_start carries it and message_delta the upstream's own at the end", () => {
+    const { parsed } = run(
+      { upstream: "openai", client: "anthropic", inputTokens: 37 },
+      openAIChunks([
+        { choices: [{ index: 0, delta: { content: "Hi" }, finish_reason: null }] },
+        { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
+        { choices: [], usage: { prompt_tokens: 40, completion_tokens: 2, total_tokens: 42 } }
+      ])
+    )
+    assert.deepInclude(usageOf(parsed, "message_start").message?.usage, { input_tokens: 37, output_tokens: 0 })
+    assert.deepInclude(usageOf(parsed, "message_delta").usage, { input_tokens: 40, output_tokens: 2 })
+  })
+
+  it("given a stream cut before any usage, message_delta does not take the input count back to 0", () => {
+    const { parsed } = run(
+      { upstream: "openai", client: "anthropic", inputTokens: 37 },
+      openAIChunks([{ choices: [{ index: 0, delta: { content: "Hi" }, finish_reason: null }] }]).slice(0, 1)
+    )
+    assert.deepInclude(usageOf(parsed, "message_delta").usage, { input_tokens: 37 })
+  })
+})
+
 describe("keepalive", () => {
   it("given each client dialect, then the keepalive frame is one the client skips", () => {
     const keepalive = (client: "openai" | "anthropic" | "gemini") =>
@@ -475,8 +505,13 @@ describe("Gemini", () => {
   it("given a Gemini upstream, when the client is OpenAI, then thought, text, and a whole function call stream in order", () => {
     const { parsed, snapshot } = run({ upstream: "gemini", client: "openai", includeUsage: true }, geminiStream)
     assert.deepStrictEqual(chunkDeltas(parsed), [
-      { index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null },
-      { index: 0, delta: { reasoning_content: "Planning" }, logprobs: null, finish_reason: null },
+      // Reasoning first: the role comes with it, and no empty text opens before it.
+      {
+        index: 0,
+        delta: { role: "assistant", content: null, reasoning_content: "Planning" },
+        logprobs: null,
+        finish_reason: null
+      },
       { index: 0, delta: { content: "Sure." }, logprobs: null, finish_reason: null },
       {
         index: 0,
@@ -504,7 +539,7 @@ describe("Gemini", () => {
       },
       "[DONE]"
     ])
-    assert.strictEqual((parsed[0].data as { id: string }).id, "resp-1")
+    assert.strictEqual((parsed[0].data as { id: string }).id, "chatcmpl-resp-1")
     assert.isFalse(snapshot.truncated)
   })
 

@@ -179,7 +179,8 @@ export const openAIRequest: fc.Arbitrary<ChatRequest> = fc
 
 export const openAIResponse: fc.Arbitrary<ChatResponse> = fc
   .record({
-    id: nonEmpty,
+    // OpenAI clients only ever see `chatcmpl-` ids, whatever the upstream's id was.
+    id: nonEmpty.map((id) => `chatcmpl-${id}`),
     model: nonEmpty,
     thinking: fc.option(nonEmpty, { nil: undefined }),
     text: fc.option(nonEmpty, { nil: undefined }),

@@ -116,14 +116,14 @@ describe("Gemini responses", () => {
     responseId: "abc123"
   }
 
-  it("given text, thought and a function call, when converted, then the stop reason is tool_use and usage splits cache", () => {
+  it("given text, thought and a signed function call, when converted, then the call keeps its signature, the stop reason is tool_use and usage splits cache", () => {
     assert.deepStrictEqual(ok(geminiResponseToIR(body, { fallbackId: "x", fallbackModel: "y" })), {
       id: "abc123",
       model: "gemini-2.5-flash",
       content: [
         { type: "thinking", text: "Planning the call" },
         { type: "text", text: "Here you go." },
-        { type: "tool_call", id: "call_0", name: "get_weather", input: { city: "Oslo" } }
+        { type: "tool_call", id: "call_0", name: "get_weather", input: { city: "Oslo" }, signature: "c2ln" }
       ],
       stopReason: "tool_use",
       usage: { inputTokens: 70, outputTokens: 140, cacheReadTokens: 200, cacheWriteTokens: 0, reasoningTokens: 40 }
@@ -186,7 +186,9 @@ describe("geminiRequestToIR", () => {
         },
         {
           role: "assistant",
-          content: [{ type: "tool_call", id: "call_0", name: "get_weather", input: { city: "Oslo" } }]
+          content: [
+            { type: "tool_call", id: "call_0", name: "get_weather", input: { city: "Oslo" }, signature: "c2ln" }
+          ]
         },
         {
           role: "tool",
