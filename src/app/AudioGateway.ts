@@ -23,7 +23,6 @@ import {
 } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "../plugins/PluginRegistry.ts"
 import { upstreamFailed } from "./ChatErrors.ts"
-import { wrongEndpoint } from "./EmbeddingsGateway.ts"
 import { callUnderHold, type HeldCallError, placeHoldFor, releaseReason, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
@@ -66,9 +65,9 @@ export class AudioGateway extends Context.Service<
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
       const transcriptionModel = (modelId: string, key: AuthenticatedKey) =>
-        resolveModel(registry, "transcription", modelId, key, wrongEndpoint)
+        resolveModel(registry, "transcription", modelId, key, "POST /v1/audio/transcriptions")
       const speechModel = (modelId: string, key: AuthenticatedKey) =>
-        resolveModel(registry, "speech", modelId, key, wrongEndpoint)
+        resolveModel(registry, "speech", modelId, key, "POST /v1/audio/speech")
 
       const transcribe = Effect.fnUntraced(function* (input: TranscriptionInput) {
         const { plugin, model } = yield* transcriptionModel(input.model, input.key)

@@ -73,6 +73,14 @@ export type ChatError =
   | StoreUnavailable
   | StoreRefused
 
+/** The endpoint the client called, as a wrong-endpoint error names it. */
+const calledEndpoint = (input: ChatInput, modelId: string): string =>
+  input.dialect === "openai"
+    ? "POST /v1/chat/completions"
+    : input.dialect === "anthropic"
+      ? "POST /v1/messages"
+      : `POST /v1beta/models/${modelId}:${input.pathStream === true ? "streamGenerateContent" : "generateContent"}`
+
 const toIR = (input: ChatInput, model: string): Converted<ChatRequest> => {
   switch (input.dialect) {
     case "openai":
@@ -227,7 +235,10 @@ export class ChatGateway extends Context.Service<
         }
         // A model served on another endpoint is refused before any hold: it costs nothing and says where to go.
         if (entry.kind !== "chat") {
-          return yield* new InvalidChatRequest({ param: "model", message: wrongEndpointMessage(modelId, entry.kind) })
+          return yield* new InvalidChatRequest({
+            param: "model",
+            message: wrongEndpointMessage(modelId, entry, calledEndpoint(input, modelId))
+          })
         }
         const { plugin, model } = entry
         const converted = toIR(input, modelId)
@@ -238,6 +249,8 @@ export class ChatGateway extends Context.Service<
           })
         }
         const request = converted.success
+        const refusal = plugin.check?.({ dialect: input.dialect, body: input.body }, request)
+        if (refusal !== undefined) return yield* upstreamFailed(refusal)
         // A flat-priced plugin says how to count (or not count) its input: tokenizing a multi-MB image is wasted work.
         let inputTokens = plugin.countInput?.({ dialect: input.dialect, body: input.body })
         if (inputTokens === undefined) {

@@ -7,12 +7,7 @@
 import { Context, Effect, Layer } from "effect"
 import { countText, finishTally, tallyTexts } from "../adapters/tokenizer/Tokenizer.ts"
 import type { EmbeddingInput, EmbeddingsReply, EmbeddingsRequest } from "../plugins/ModelPlugin.ts"
-import {
-  ENDPOINT_OF_KIND,
-  PluginRegistry,
-  type ResolvedModel,
-  wrongEndpointMessage
-} from "../plugins/PluginRegistry.ts"
+import { PluginRegistry } from "../plugins/PluginRegistry.ts"
 import { UpstreamFailed } from "./ChatErrors.ts"
 import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
@@ -28,12 +23,6 @@ export interface EmbeddingsInput {
 }
 
 export type EmbeddingsError = HeldCallError
-
-/** Why a model cannot be served here, naming the endpoint that serves it. */
-export const wrongEndpoint = (modelId: string, kind: ResolvedModel["kind"]): string =>
-  kind === "chat"
-    ? `'${modelId}' is a chat model: call POST ${ENDPOINT_OF_KIND.chat}`
-    : wrongEndpointMessage(modelId, kind)
 
 /** Input tokens for the hold: the tokenizer's count of each text, the length of each pre-tokenized array. */
 export const countEmbeddingInputs = (inputs: ReadonlyArray<EmbeddingInput>): number =>
@@ -63,7 +52,13 @@ export class EmbeddingsGateway extends Context.Service<
       const ledger = yield* Ledger
 
       const embed = Effect.fnUntraced(function* (input: EmbeddingsInput) {
-        const { plugin, model } = yield* resolveModel(registry, "embeddings", input.model, input.key, wrongEndpoint)
+        const { plugin, model } = yield* resolveModel(
+          registry,
+          "embeddings",
+          input.model,
+          input.key,
+          "POST /v1/embeddings"
+        )
         const inputTokens = yield* countEmbeddingInputsSliced(input.request.inputs)
         const estimate = plugin.pricing.estimate({ request: input.request, inputTokens }, model)
         const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) =>

@@ -6,7 +6,7 @@
  */
 import { Effect, Exit } from "effect"
 import type { PluginFailure } from "../plugins/ModelPlugin.ts"
-import type { PluginRegistry, ResolvedModel } from "../plugins/PluginRegistry.ts"
+import { type PluginRegistry, type ResolvedModel, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
 import type { UpstreamFailed } from "./ChatErrors.ts"
 import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, upstreamFailed } from "./ChatErrors.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
@@ -36,20 +36,23 @@ export const releaseReason = (exit: Exit.Exit<unknown, PluginFailure>) => {
   return "failed" as const
 }
 
-/** A catalog model for an endpoint of `kind`: unknown → 404, outside the key's list → 403, another kind → 400. */
+/**
+ * A catalog model for an endpoint of `kind`: unknown → 404, outside the key's list → 403, another kind → 400 naming
+ * the endpoint that was `called` (`POST /v1/embeddings`) and the one that serves the model.
+ */
 export const resolveModel = <K extends ResolvedModel["kind"]>(
   registry: PluginRegistry["Service"],
   kind: K,
   modelId: string,
   key: AuthenticatedKey,
-  wrongEndpoint: (modelId: string, kind: ResolvedModel["kind"]) => string
+  called: string
 ) =>
   Effect.gen(function* () {
     const entry = registry.resolve(modelId)
     if (entry === undefined) return yield* new ModelNotFound({ model: modelId })
     if (key.models !== null && !key.models.includes(modelId)) return yield* new ModelNotAllowed({ model: modelId })
     if (entry.kind !== kind) {
-      return yield* new InvalidChatRequest({ param: "model", message: wrongEndpoint(modelId, entry.kind) })
+      return yield* new InvalidChatRequest({ param: "model", message: wrongEndpointMessage(modelId, entry, called) })
     }
     return entry as Extract<ResolvedModel, { readonly kind: K }>
   })

@@ -8,7 +8,7 @@
 import { Context, Effect, Layer } from "effect"
 import { countText } from "../adapters/tokenizer/Tokenizer.ts"
 import type { ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
+import { PluginRegistry } from "../plugins/PluginRegistry.ts"
 import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
@@ -36,10 +36,8 @@ export class ImageGateway extends Context.Service<
       const ledger = yield* Ledger
 
       const images = Effect.fnUntraced(function* (input: ImagesInput) {
-        // A model of another kind was meant for the chat endpoints (the chat-style image models are).
-        const { plugin, model } = yield* resolveModel(registry, "images", input.model, input.key, (id) =>
-          wrongEndpointMessage(id, "chat")
-        )
+        const called = input.operation === "edit" ? "POST /v1/images/edits" : "POST /v1/images/generations"
+        const { plugin, model } = yield* resolveModel(registry, "images", input.model, input.key, called)
         const estimate = plugin.pricing.estimate(
           { operation: input.operation, request: input.request, promptTokens: countText(input.request.prompt) },
           model

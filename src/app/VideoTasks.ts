@@ -253,7 +253,7 @@ export class VideoTasks extends Context.Service<
             if (entry.kind !== "videos") {
               return yield* new InvalidChatRequest({
                 param: "model",
-                message: wrongEndpointMessage(modelId, entry.kind)
+                message: wrongEndpointMessage(modelId, entry, "POST /v1/videos")
               })
             }
             return { plugin: entry.plugin, model: entry.model }

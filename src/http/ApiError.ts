@@ -115,9 +115,10 @@ export const errorResponse = (error: ApiError, dialect: Dialect, requestId: stri
 
 /** Picks the envelope from the path: the protocol that was called decides how its errors look. */
 export const dialectOf = (path: string): Dialect => {
-  if (path.startsWith("/v1beta/")) return "google"
-  // Also the doubled `/v1/v1/messages` of a misconfigured Anthropic client, so its 404 is one the SDK can read.
-  if (/^\/v1(\/v1)?\/messages(\/|$)/.test(path)) return "anthropic"
+  // Also the native path sent without `/v1beta` or under `/v1`, so its 404 is one a Google client can read.
+  if (path.startsWith("/v1beta/") || /^(\/v1)?\/models\/[^/]+:[A-Za-z]+$/.test(path)) return "google"
+  // Also the doubled `/v1/v1/messages` of a misconfigured Anthropic client, or `/messages` without its `/v1`.
+  if (/^(\/v1){0,2}\/messages(\/|$)/.test(path)) return "anthropic"
   return "openai"
 }
 

@@ -10,7 +10,7 @@ import { ModelNotFound } from "../app/ChatErrors.ts"
 import { PluginRegistry } from "../plugins/PluginRegistry.ts"
 import { badRequest, type Dialect, notFound } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
-import { chatShapeProblem, readJson } from "./RequestBody.ts"
+import { type ChatEndpoint, chatShapeProblem, readJson, requiredFieldProblem } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
 import { noteModel } from "../app/RequestTelemetry.ts"
 
@@ -25,7 +25,7 @@ const respondWith = (result: ChatResult) =>
     ? json(result.body)
     : HttpServerResponse.stream(result.frames, { headers: SSE_HEADERS, contentType: SSE_HEADERS["content-type"] })
 
-const objectBody = (dialect: Dialect) =>
+const objectBody = (dialect: Dialect, endpoint: ChatEndpoint) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const body = yield* readJson(request, yield* HttpSettings, "forwarded")
@@ -34,20 +34,22 @@ const objectBody = (dialect: Dialect) =>
     }
     const problem = chatShapeProblem(dialect, body as Record<string, unknown>)
     if (problem !== undefined) return yield* problem
+    const required = requiredFieldProblem(endpoint, body as Record<string, unknown>)
+    if (required !== undefined) return yield* required
     return body as Record<string, unknown>
   })
 
 const chat = (dialect: "openai" | "anthropic") =>
   Effect.gen(function* () {
     const key = yield* authenticate(dialect)
-    const body = yield* objectBody(dialect)
+    const body = yield* objectBody(dialect, dialect === "openai" ? "chat_completions" : "messages")
     const input: ChatInput = { dialect, body, key, requestId: yield* RequestId }
     return respondWith(yield* (yield* ChatGateway).chat(input))
   })
 
 const countTokens = Effect.gen(function* () {
   yield* authenticate("anthropic")
-  const body = yield* objectBody("anthropic")
+  const body = yield* objectBody("anthropic", "count_tokens")
   if (typeof body.model !== "string") return yield* badRequest("model: is required", "model")
   if ((yield* PluginRegistry).resolve(body.model) === undefined) return yield* new ModelNotFound({ model: body.model })
   if (!Array.isArray(body.messages)) return yield* badRequest("messages: expected an array", "messages")
@@ -73,7 +75,7 @@ export const gemini = Effect.gen(function* () {
   })
   yield* noteModel(pathModel)
   const key = yield* authenticate("google")
-  const body = yield* objectBody("google")
+  const body = yield* objectBody("google", "generate_content")
   const stream = match[2] === "streamGenerateContent"
   const input: ChatInput = {
     dialect: "gemini",

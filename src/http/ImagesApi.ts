@@ -7,6 +7,7 @@ import { Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { ImageGateway, type ImagesInput } from "../app/ImageGateway.ts"
 import type { AuthenticatedKey } from "../app/Keys.ts"
+import { toolsRejected } from "../plugins/chat-image/GeminiImageRequest.ts"
 import type { ImageInput, ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
 import { type ApiError, badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
@@ -28,12 +29,28 @@ const oneOf = (
       : Effect.fail(badRequest(`${name}: expected one of ${values.join(", ")}, got '${value}'`, name))
   )
 
+/**
+ * Whether a field carries tools: a non-empty list as JSON sends it, or as a multipart field its serialisation. The
+ * spec refuses tools on image models (agent clients with plugins on add them), without billing.
+ */
+const carriesTools = (value: unknown): boolean => {
+  if (value === undefined || value === null) return false
+  if (Array.isArray(value)) return value.length > 0
+  if (typeof value === "string") return !["", "[]", "null"].includes(value.trim())
+  return true
+}
+
 /** OpenAI's limit for GPT image models' prompts. */
 const MAX_PROMPT_CHARACTERS = 32_000
 
 /** The options generations and edits share; enums the vendor may extend stay open where the vendor's are. */
 const readOptions = (fields: Fields, images: ReadonlyArray<ImageInput>, mask: ImageInput | undefined) =>
   Effect.gen(function* () {
+    for (const name of ["tools", "functions"]) {
+      if (carriesTools(fields[name])) {
+        return yield* badRequest(toolsRejected.message, name, toolsRejected.code ?? null)
+      }
+    }
     const prompt = fields.prompt
     if (typeof prompt !== "string" || prompt.trim() === "") {
       return yield* badRequest("prompt: is required (a non-empty string)", "prompt")

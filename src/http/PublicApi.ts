@@ -61,16 +61,54 @@ const googleModels = Effect.gen(function* () {
   })
 })
 
+/** The paths served under `/v1`, written without it: a client whose base URL lacks the prefix sends these. */
+const V1_PATHS: ReadonlyArray<RegExp> = [
+  /^\/chat\/completions$/,
+  /^\/messages(\/count_tokens)?$/,
+  /^\/models(\/[^/:]+)?$/,
+  /^\/images\/(generations|edits)$/,
+  /^\/videos(\/[^/]+(\/content)?)?$/,
+  /^\/embeddings$/,
+  /^\/audio\/(transcriptions|speech)$/
+]
+
+/** The native Gemini path, served under `/v1beta`, written without it. */
+const V1BETA_PATH = /^\/models\/[^/]+:(generateContent|streamGenerateContent)$/
+
+/**
+ * A 404 that says how to reach the endpoint the client most likely meant: a base URL with one `/v1` too many, or
+ * missing its `/v1` (or `/v1beta` for the native path), is the usual misconfiguration, and "unknown path" alone does
+ * not say which.
+ */
 const unknownPath = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
   const path = new URL(request.url, "http://x").pathname
+  const method = request.method
   if (path.startsWith("/v1/v1/")) {
     return yield* notFound(
       `unknown path ${path}: remove the extra /v1 — the messages base URL is the host root (the SDK appends /v1/messages itself), the chat-completions base URL ends in /v1`,
       "unknown_path"
     )
   }
-  return yield* notFound(`unknown path ${request.method} ${path}`, "unknown_path")
+  if (V1BETA_PATH.test(path)) {
+    return yield* notFound(
+      `unknown path ${method} ${path}: add /v1beta — the native path is ${method} /v1beta${path} (a Google client's base URL is the host root)`,
+      "unknown_path"
+    )
+  }
+  if (path.startsWith("/v1/") && V1BETA_PATH.test(path.slice(3))) {
+    return yield* notFound(
+      `unknown path ${method} ${path}: the native path is under /v1beta, not /v1 — ${method} /v1beta${path.slice(3)}`,
+      "unknown_path"
+    )
+  }
+  if (V1_PATHS.some((known) => known.test(path))) {
+    return yield* notFound(
+      `unknown path ${method} ${path}: add /v1 — the endpoint is ${method} /v1${path} (an OpenAI-style client's base URL ends in /v1; a messages client's is the host root)`,
+      "unknown_path"
+    )
+  }
+  return yield* notFound(`unknown path ${method} ${path}`, "unknown_path")
 })
 
 export const layer = Layer.mergeAll(

@@ -239,3 +239,34 @@ export const chatShapeProblem = (
   }
   return undefined
 }
+
+/** The chat endpoints, by the fields each one requires (chat completions' are checked by its converter). */
+export type ChatEndpoint = "chat_completions" | "messages" | "count_tokens" | "generate_content"
+
+const missing = (value: unknown): boolean => value === undefined || value === null
+
+/**
+ * The fields a protocol requires, refused in its vendor's own words before anything is held: a messages request
+ * without `max_tokens` would otherwise be held at the model's cap and served, and an empty conversation sent upstream
+ * (and billed) only to be refused there or answered with nothing.
+ */
+export const requiredFieldProblem = (endpoint: ChatEndpoint, body: Record<string, unknown>): ApiError | undefined => {
+  switch (endpoint) {
+    case "chat_completions":
+      return undefined
+    case "messages":
+    case "count_tokens":
+      if (missing(body.messages)) return badRequest("messages: Field required", "messages")
+      if (endpoint === "messages" && missing(body.max_tokens))
+        return badRequest("max_tokens: Field required", "max_tokens")
+      if (Array.isArray(body.messages) && body.messages.length === 0) {
+        return badRequest("messages: at least one message is required", "messages")
+      }
+      return undefined
+    case "generate_content":
+      if (missing(body.contents) || (Array.isArray(body.contents) && body.contents.length === 0)) {
+        return badRequest("* GenerateContentRequest.contents: contents is not specified", "contents")
+      }
+      return undefined
+  }
+}

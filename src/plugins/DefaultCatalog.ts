@@ -50,13 +50,14 @@ export const simulatorConfig = (baseUrl: string, apiKey: string): OperatorConfig
     pricing: makeModelPricing({ perCall }),
     maxOutputTokens: 8192
   })
-  // The dedicated image model: USD 40 per 1M output image tokens and 5 per 1M input tokens, on the OpenAI upstream.
+  // The dedicated image model: USD 40 per 1M output image tokens, on the OpenAI upstream. Output only, as the spec
+  // bills it ("image output tokens are what is charged"); an operator config may still add an input price.
   const dedicatedImage = {
     id: "imggen-2",
     plugin: "dedicated-image",
     upstreams: [upstreams.get("sim-openai") as UpstreamConfig],
     upstreamModel: "imggen-2",
-    pricing: makeModelPricing({ input: 5_000_000n, output: 40_000_000n }),
+    pricing: makeModelPricing({ output: 40_000_000n }),
     maxOutputTokens: 4096
   }
   // Video models on the Ark upstream, priced per 1M output video tokens: USD 1.40 (fast) and 2.50.

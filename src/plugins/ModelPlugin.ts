@@ -83,6 +83,11 @@ export interface ChatPlugin {
   readonly pricing: PricingRule<{ readonly request: ChatRequest; readonly inputTokens: number }, Usage>
   readonly invoke: (call: ChatCall) => Effect.Effect<ChatReply, PluginFailure>
   /**
+   * Optional and pure: why this model cannot take the request at all (tools sent to an image model), checked before
+   * anything is held, so the refusal leaves no trace in the ledger. Undefined = it can.
+   */
+  readonly check?: (client: ChatCall["client"], request: ChatRequest) => PluginFailure | undefined
+  /**
    * Input tokens for the hold, counted from the client's body. Optional: without it the gateway runs its tokenizer.
    * A family whose price does not depend on input (flat per call) answers 0 instead of tokenizing megabytes of base64.
    */

@@ -53,14 +53,41 @@ export const ENDPOINT_OF_KIND = {
   speech: "/v1/audio/speech"
 } as const
 
-export const wrongEndpointMessage = (modelId: string, kind: ResolvedModel["kind"]): string =>
-  kind === "images"
-    ? `'${modelId}' is a dedicated image model: call POST /v1/images/generations (or /v1/images/edits), not the chat endpoints`
-    : kind === "videos"
-      ? `'${modelId}' is a video model: submit a task with POST /v1/videos, then poll GET /v1/videos/{id}`
-      : kind === "embeddings" || kind === "transcription" || kind === "speech"
-        ? `'${modelId}' is a${kind === "embeddings" ? "n embeddings" : ` ${kind}`} model: call POST ${ENDPOINT_OF_KIND[kind]}`
-        : `'${modelId}' is a chat-style image model: call POST /v1/chat/completions (or the native :generateContent path), not the images API`
+/**
+ * What a model is, in the words its wrong-endpoint errors use, and how it is called. The chat kind covers two families
+ * a client must not confuse: text models and the chat-style image models.
+ */
+const describeModel = (modelId: string, entry: ResolvedModel): { readonly what: string; readonly how: string } => {
+  const native = `POST /v1beta/models/${modelId}:generateContent`
+  switch (entry.kind) {
+    case "chat":
+      return entry.plugin.family === "chat-image"
+        ? { what: "a chat-style image model", how: `call POST ${ENDPOINT_OF_KIND.chat} (or the native ${native})` }
+        : { what: "a text (chat) model", how: `call POST ${ENDPOINT_OF_KIND.chat}, POST /v1/messages or ${native}` }
+    case "images":
+      return {
+        what: "a dedicated image model",
+        how: `call POST ${ENDPOINT_OF_KIND.images} (or POST /v1/images/edits to edit an image)`
+      }
+    case "videos":
+      return {
+        what: "a video model",
+        how: `submit a task with POST ${ENDPOINT_OF_KIND.videos}, then poll GET /v1/videos/{id}`
+      }
+    case "embeddings":
+      return { what: "an embeddings model", how: `call POST ${ENDPOINT_OF_KIND.embeddings}` }
+    case "transcription":
+      return { what: "a transcription model", how: `call POST ${ENDPOINT_OF_KIND.transcription}` }
+    case "speech":
+      return { what: "a text-to-speech model", how: `call POST ${ENDPOINT_OF_KIND.speech}` }
+  }
+}
+
+/** Why `called` (such as `POST /v1/videos`) refuses this model: what the model is, and the endpoint that serves it. */
+export const wrongEndpointMessage = (modelId: string, entry: ResolvedModel, called: string): string => {
+  const { what, how } = describeModel(modelId, entry)
+  return `'${modelId}' is ${what}, which ${called} does not serve: ${how}`
+}
 
 /** The output cap used for holds when neither the request nor the model config names one. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096

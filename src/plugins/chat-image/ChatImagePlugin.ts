@@ -21,7 +21,7 @@ import {
 import type { ChatRequest, Usage } from "../text/convert/ChatIR.ts"
 import type { JsonRecord } from "../text/convert/json.ts"
 import { failureFromUpstream } from "../text/TextPlugin.ts"
-import { geminiBodyFromChat, geminiBodyFromNative } from "./GeminiImageRequest.ts"
+import { geminiBodyFromChat, geminiBodyFromNative, hasTools, toolsRejected } from "./GeminiImageRequest.ts"
 import { completionFromGemini, MappedFrames, makeChunkMapper } from "./GeminiImageReply.ts"
 import type { ImageFetcher } from "./ImageInputs.ts"
 
@@ -108,6 +108,8 @@ export const makeChatImagePlugin = (client: UpstreamClient["Service"], fetcher: 
     pricingKeys: { allowed: ["perCall"], required: ["perCall"] },
     pricing: perCallPricing,
     invoke,
+    // The spec's rule: an image model never takes tools, and the refusal is not billed (checked before the hold).
+    check: (client, request) => (request.tools.length > 0 || hasTools(client.body) ? toolsRejected : undefined),
     // The price is flat: tokenizing megabytes of base64 for the hold would only cost time.
     countInput: () => 0
   }

@@ -116,7 +116,7 @@ const modalitiesOf = (body: JsonRecord): ReadonlyArray<string> => {
   return asked.length > 0 ? asked : IMAGE_MODALITIES
 }
 
-const hasTools = (body: JsonRecord): boolean =>
+export const hasTools = (body: JsonRecord): boolean =>
   (Array.isArray(body.tools) && body.tools.length > 0) || (Array.isArray(body.functions) && body.functions.length > 0)
 
 /** The Gemini body for a chat client (OpenAI or Anthropic dialect). */

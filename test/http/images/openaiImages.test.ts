@@ -135,6 +135,12 @@ describe("imggen-2 on the images API (openai SDK)", () => {
       outcome.cost,
       priceOf({ input_tokens: result.usage?.input_tokens ?? 0, output_tokens: result.usage?.output_tokens ?? 0 })
     )
+    // The default catalog prices output only; an input price the operator configures is still charged.
+    assert.notStrictEqual(
+      outcome.cost,
+      priceOf({ input_tokens: 0, output_tokens: result.usage?.output_tokens ?? 0 }),
+      "the configured input price counts"
+    )
   })
 
   it("edits several files (image[]) with a mask", async () => {

@@ -50,7 +50,8 @@ describe("the images plugin kind", () => {
     assert.strictEqual(lookup("imgchat")?.plugin, chat)
     // The chat gateway refuses an images model before any hold, naming its endpoint (tested over HTTP).
     assert.isUndefined(lookup("imggen-2"))
-    assert.include(wrongEndpointMessage("imggen-2", "images"), "/v1/images/generations")
+    const imggen = resolve("imggen-2") as ResolvedModel
+    assert.include(wrongEndpointMessage("imggen-2", imggen, "POST /v1/chat/completions"), "POST /v1/images/generations")
     assert.isUndefined(resolve("nope"))
   })
 
