@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { finishTally, tallyGeminiContents } from "../adapters/tokenizer/Tokenizer.ts"
 import { InvalidChatRequest, ModelNotAllowed, ModelNotFound } from "../app/ChatErrors.ts"
-import { EmbeddingsGateway, wrongEndpoint } from "../app/EmbeddingsGateway.ts"
+import { EmbeddingsGateway } from "../app/EmbeddingsGateway.ts"
 import { resolveModel } from "../app/HeldCall.ts"
 import type { AuthenticatedKey } from "../app/Keys.ts"
 import { noteModel } from "../app/RequestTelemetry.ts"
@@ -67,12 +67,6 @@ const sameModel = (value: unknown, pathModel: string, at: string): Effect.Effect
       )
 }
 
-/** Why a model is not served on the Gemini embeddings paths: a chat model is pointed at its Gemini path. */
-const notEmbeddings = (modelId: string, kind: ResolvedModel["kind"]): string =>
-  kind === "chat"
-    ? `'${modelId}' is a chat model: call POST /v1beta/models/${modelId}:generateContent (or /v1/chat/completions); embedContent serves embeddings models`
-    : wrongEndpoint(modelId, kind)
-
 // ---------------------------------------------------------------------------------------------------------------
 // countTokens
 
@@ -83,7 +77,10 @@ const requireCountable = (pathModel: string, key: AuthenticatedKey) =>
     if (entry === undefined) return yield* new ModelNotFound({ model: pathModel })
     if (key.models !== null && !key.models.includes(pathModel)) return yield* new ModelNotAllowed({ model: pathModel })
     if (entry.kind !== "chat" && entry.kind !== "embeddings") {
-      return yield* new InvalidChatRequest({ param: "model", message: wrongEndpointMessage(pathModel, entry.kind) })
+      return yield* new InvalidChatRequest({
+        param: "model",
+        message: wrongEndpointMessage(pathModel, entry, `POST /v1beta/models/${pathModel}:countTokens`)
+      })
     }
   })
 
@@ -234,9 +231,20 @@ const batchRequests = (body: Fields, pathModel: string) =>
  * vector is cut to its request's `outputDimensionality`: what Gemini does, its embeddings being trained so that a
  * prefix is itself an embedding; the cut vector is not renormalised, as Gemini leaves that to the caller.
  */
-const embedAll = (pathModel: string, key: AuthenticatedKey, requests: ReadonlyArray<EmbedRequest>) =>
+const embedAll = (
+  pathModel: string,
+  method: "embedContent" | "batchEmbedContents",
+  key: AuthenticatedKey,
+  requests: ReadonlyArray<EmbedRequest>
+) =>
   Effect.gen(function* () {
-    yield* resolveModel(yield* PluginRegistry, "embeddings", pathModel, key, notEmbeddings)
+    yield* resolveModel(
+      yield* PluginRegistry,
+      "embeddings",
+      pathModel,
+      key,
+      `POST /v1beta/models/${pathModel}:${method}`
+    )
     const named = requests.map((r) => r.dimensions)
     const request: EmbeddingsRequest = {
       // The hints reach a Gemini upstream, where they shape the vectors; other upstreams have no such fields.
@@ -261,7 +269,7 @@ const embedContent = (pathModel: string) =>
     const key = yield* authenticate("google")
     const body = yield* objectBody
     const request = yield* embedRequest(body, pathModel, "")
-    const [embedding] = yield* embedAll(pathModel, key, [request])
+    const [embedding] = yield* embedAll(pathModel, "embedContent", key, [request])
     return json({ embedding })
   })
 
@@ -270,7 +278,7 @@ const batchEmbedContents = (pathModel: string) =>
     const key = yield* authenticate("google")
     const body = yield* objectBody
     const requests = yield* batchRequests(body, pathModel)
-    return json({ embeddings: yield* embedAll(pathModel, key, requests) })
+    return json({ embeddings: yield* embedAll(pathModel, "batchEmbedContents", key, requests) })
   })
 
 // ---------------------------------------------------------------------------------------------------------------
