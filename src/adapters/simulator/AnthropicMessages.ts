@@ -7,7 +7,14 @@ import type { AsyncReply } from "./audio/AudioReply.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
 import { anthropicError } from "./ErrorEnvelopes.ts"
 import { arrayField, contentText, field, isRecord, type JsonRecord, numberField, stringField } from "./Json.ts"
-import { conversationSeed, planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
+import {
+  conversationSeed,
+  type OutputFormat,
+  planReply,
+  type ReplyPlan,
+  type ToolMode,
+  type ToolSpec
+} from "./Reply.ts"
 import { eventFrame, header, json, type SimContext, type SimReply, type SimRequest } from "./SimResponse.ts"
 import { signThinking, verifyThinking } from "./ThinkingSignature.ts"
 
@@ -116,6 +123,18 @@ const toolMode = (choice: unknown): ToolMode => {
     default:
       return { _tag: "Auto" }
   }
+}
+
+/**
+ * JSON outputs: `output_config.format` (generally available) or the earlier beta's top-level `output_format`, both
+ * `{type: "json_schema", schema}`.
+ */
+const outputFormat = (body: JsonRecord): OutputFormat => {
+  const format = field(field(body, "output_config"), "format") ?? field(body, "output_format")
+  const schema = field(format, "schema")
+  return stringField(format, "type") === "json_schema" && isRecord(schema)
+    ? { _tag: "JsonSchema", schema }
+    : { _tag: "Text" }
 }
 
 interface Parsed {
@@ -264,7 +283,8 @@ export const createMessage = (request: SimRequest, context: SimContext, replyTok
     maxTokens: numberField(body, "max_tokens"),
     replyTokens,
     stopSequences: stop.filter((s): s is string => typeof s === "string"),
-    seed: conversationSeed(messages)
+    seed: conversationSeed(messages),
+    output: outputFormat(body)
   })
   return withPromptTokens(tallyAnthropicMessages({ messages, system, tools }), (inputTokens) => {
     const id = `msg_sim${suffix}`
