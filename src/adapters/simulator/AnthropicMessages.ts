@@ -180,6 +180,7 @@ const usageOf = (inputTokens: number, outputTokens: number) => ({
   input_tokens: inputTokens,
   cache_creation_input_tokens: 0,
   cache_read_input_tokens: 0,
+  cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
   output_tokens: outputTokens,
   service_tier: "standard"
 })
@@ -197,7 +198,8 @@ const contentOf = (plan: ReplyPlan, secret: string): ReadonlyArray<JsonRecord> =
   ...(plan.thinking === undefined
     ? []
     : [{ type: "thinking", thinking: plan.thinking, signature: signThinking(secret, plan.thinking) }]),
-  ...(plan.text === undefined ? [] : [{ type: "text", text: plan.text, citations: null }]),
+  // No `citations` key: the API sends one only when there are citations, and `@ai-sdk/anthropic` refuses a null.
+  ...(plan.text === undefined ? [] : [{ type: "text", text: plan.text }]),
   ...(plan.toolCall === undefined
     ? []
     : [
