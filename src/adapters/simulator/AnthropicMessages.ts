@@ -126,15 +126,22 @@ const toolMode = (choice: unknown): ToolMode => {
 }
 
 /**
+ * A system prompt demanding JSON and nothing else ("Respond only with a single valid JSON object.", "Answer only in
+ * JSON"): without a schema, that is how a client (or the gateway, for OpenAI's json_object) asks Claude for JSON, and a
+ * real model complies.
+ */
+const JSON_ONLY =
+  /\b(?:respond|reply|answer|output)\b[^.\n]*\bonly\b[^.\n]*\bjson\b|\bonly (?:with |in )?(?:a )?(?:single )?(?:valid )?json\b/i
+
+/**
  * JSON outputs: `output_config.format` (generally available) or the earlier beta's top-level `output_format`, both
  * `{type: "json_schema", schema}`.
  */
 const outputFormat = (body: JsonRecord): OutputFormat => {
   const format = field(field(body, "output_config"), "format") ?? field(body, "output_format")
   const schema = field(format, "schema")
-  return stringField(format, "type") === "json_schema" && isRecord(schema)
-    ? { _tag: "JsonSchema", schema }
-    : { _tag: "Text" }
+  if (stringField(format, "type") === "json_schema" && isRecord(schema)) return { _tag: "JsonSchema", schema }
+  return JSON_ONLY.test(contentText(field(body, "system"))) ? { _tag: "JsonObject" } : { _tag: "Text" }
 }
 
 interface Parsed {

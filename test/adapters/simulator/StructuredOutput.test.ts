@@ -182,6 +182,26 @@ layer(Simulator.layer)("structured output on the simulator", (it) => {
     })
   )
 
+  it.effect("Anthropic has no JSON mode: a system prompt that asks for JSON only gets a JSON object", () =>
+    Effect.gen(function* () {
+      const sim = yield* Simulator
+      const request = { model: "claude-sonnet-4-5", max_tokens: 256, messages: [{ role: "user", content: "hello" }] }
+      for (const system of [
+        "Respond only with a single valid JSON object.",
+        [
+          { type: "text", text: "You are terse." },
+          { type: "text", text: "Answer only in JSON." }
+        ]
+      ]) {
+        const reply = yield* anthropic(sim, { ...request, system })
+        const value = JSON.parse(JSON.parse(reply.text).content[0].text)
+        assert.isTrue(typeof value === "object" && value !== null && !Array.isArray(value))
+      }
+      const plain = yield* anthropic(sim, { ...request, system: "You know JSON well." })
+      assert.match(JSON.parse(plain.text).content[0].text, /^Echo: hello/)
+    })
+  )
+
   it.effect("Anthropic forced tool: the tool_use input validates against its input_schema", () =>
     Effect.gen(function* () {
       const sim = yield* Simulator
