@@ -3,6 +3,7 @@ import { splitByTokens, tallyOpenAIChat } from "../tokenizer/Tokenizer.ts"
 import type { AsyncReply } from "./audio/AudioReply.ts"
 import { openAIError } from "./ErrorEnvelopes.ts"
 import { invalid, modelNotFound } from "./OpenAIReplies.ts"
+import { strictSchemaProblem } from "./OpenAIStrictSchema.ts"
 import { arrayField, contentText, field, isRecord, numberField, stringField } from "./Json.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
 import {
@@ -79,15 +80,38 @@ const outputFormat = (format: unknown): OutputFormat => {
   }
 }
 
-/** The API's checks of `response_format`, with its words. */
-const validateOutputFormat = (format: unknown, messages: ReadonlyArray<unknown>): SimReply | undefined => {
+/** The API's checks of `response_format` and of strict function schemas, with its words. */
+const validateOutputFormat = (
+  format: unknown,
+  messages: ReadonlyArray<unknown>,
+  tools: ReadonlyArray<unknown>
+): SimReply | undefined => {
+  for (const [index, tool] of tools.entries()) {
+    const fn = field(tool, "function")
+    if (field(fn, "strict") !== true) continue
+    const problem = strictSchemaProblem(field(fn, "parameters") ?? { type: "object", properties: {} })
+    if (problem !== undefined) {
+      return invalid(
+        `Invalid schema for function '${stringField(fn, "name") ?? ""}': ${problem}`,
+        `tools[${index}].function.parameters`,
+        "invalid_function_parameters"
+      )
+    }
+  }
   const type = stringField(format, "type")
-  if (type === "json_schema" && stringField(field(format, "json_schema"), "name") === undefined) {
+  const spec = field(format, "json_schema")
+  const name = stringField(spec, "name")
+  if (type === "json_schema" && name === undefined) {
     return invalid(
       "Missing required parameter: 'response_format.json_schema.name'.",
       "response_format.json_schema.name",
       "missing_required_parameter"
     )
+  }
+  if (type === "json_schema" && field(spec, "strict") === true) {
+    const problem = strictSchemaProblem(field(spec, "schema"))
+    if (problem !== undefined)
+      return invalid(`Invalid schema for response_format '${name}': ${problem}`, "response_format")
   }
   // JSON mode without a schema makes the model emit JSON only if told so, hence the API's demand.
   if (type === "json_object" && !messages.some((message) => /json/i.test(contentText(field(message, "content"))))) {
@@ -202,7 +226,7 @@ export const chatCompletions = (
   const badConversation = validateMessages(messages)
   if (badConversation !== undefined) return badConversation
   const responseFormat = field(body, "response_format")
-  const badFormat = validateOutputFormat(responseFormat, messages)
+  const badFormat = validateOutputFormat(responseFormat, messages, arrayField(body, "tools") ?? [])
   if (badFormat !== undefined) return badFormat
 
   const tools = arrayField(body, "tools") ?? []

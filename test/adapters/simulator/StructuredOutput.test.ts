@@ -141,6 +141,53 @@ layer(Simulator.layer)("structured output on the simulator", (it) => {
     })
   )
 
+  it.effect("OpenAI strict mode refuses schemas that leave properties optional or open, as the API does", () =>
+    Effect.gen(function* () {
+      const sim = yield* Simulator
+      const loose = {
+        type: "object",
+        properties: { name: { type: "string" }, address: { type: "object", properties: { city: { type: "string" } } } },
+        required: ["name", "address"],
+        additionalProperties: false
+      }
+      const messages = [{ role: "user", content: ask }]
+      const format = (strict: boolean) => ({
+        type: "json_schema",
+        json_schema: { name: "person", strict, schema: loose }
+      })
+      const refused = yield* openai(sim, { model: "gpt-4o-mini", messages, response_format: format(true) })
+      assert.strictEqual(refused.status, 400)
+      const error = JSON.parse(refused.text).error
+      assert.strictEqual(
+        error.message,
+        "Invalid schema for response_format 'person': In context=('properties', 'address'), 'additionalProperties' is required to be supplied and to be false."
+      )
+      assert.strictEqual(error.param, "response_format")
+
+      const missing = yield* openai(sim, {
+        model: "gpt-4o-mini",
+        messages,
+        response_format: {
+          type: "json_schema",
+          json_schema: { name: "p", strict: true, schema: { ...person, required: ["name"] } }
+        }
+      })
+      assert.include(JSON.parse(missing.text).error.message, "Missing 'age'.")
+
+      const tool = yield* openai(sim, {
+        model: "gpt-4o-mini",
+        messages,
+        tools: [{ type: "function", function: { name: "save", parameters: loose, strict: true } }]
+      })
+      assert.strictEqual(tool.status, 400)
+      assert.strictEqual(JSON.parse(tool.text).error.param, "tools[0].function.parameters")
+
+      const lenient = yield* openai(sim, { model: "gpt-4o-mini", messages, response_format: format(false) })
+      assert.strictEqual(lenient.status, 200, lenient.text)
+      assertMatchesSchema(loose, JSON.parse(JSON.parse(lenient.text).choices[0].message.content))
+    })
+  )
+
   it.effect("OpenAI forced function: the arguments validate against its parameters", () =>
     Effect.gen(function* () {
       const sim = yield* Simulator
