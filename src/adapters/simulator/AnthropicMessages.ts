@@ -7,7 +7,14 @@ import type { AsyncReply } from "./audio/AudioReply.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
 import { anthropicError } from "./ErrorEnvelopes.ts"
 import { arrayField, contentText, field, isRecord, type JsonRecord, numberField, stringField } from "./Json.ts"
-import { conversationSeed, planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
+import {
+  conversationSeed,
+  type OutputFormat,
+  planReply,
+  type ReplyPlan,
+  type ToolMode,
+  type ToolSpec
+} from "./Reply.ts"
 import { eventFrame, header, json, type SimContext, type SimReply, type SimRequest } from "./SimResponse.ts"
 import { signThinking, verifyThinking } from "./ThinkingSignature.ts"
 
@@ -118,6 +125,25 @@ const toolMode = (choice: unknown): ToolMode => {
   }
 }
 
+/**
+ * A system prompt demanding JSON and nothing else ("Respond only with a single valid JSON object.", "Answer only in
+ * JSON"): without a schema, that is how a client (or the gateway, for OpenAI's json_object) asks Claude for JSON, and a
+ * real model complies.
+ */
+const JSON_ONLY =
+  /\b(?:respond|reply|answer|output)\b[^.\n]*\bonly\b[^.\n]*\bjson\b|\bonly (?:with |in )?(?:a )?(?:single )?(?:valid )?json\b/i
+
+/**
+ * JSON outputs: `output_config.format` (generally available) or the earlier beta's top-level `output_format`, both
+ * `{type: "json_schema", schema}`.
+ */
+const outputFormat = (body: JsonRecord): OutputFormat => {
+  const format = field(field(body, "output_config"), "format") ?? field(body, "output_format")
+  const schema = field(format, "schema")
+  if (stringField(format, "type") === "json_schema" && isRecord(schema)) return { _tag: "JsonSchema", schema }
+  return JSON_ONLY.test(contentText(field(body, "system"))) ? { _tag: "JsonObject" } : { _tag: "Text" }
+}
+
 interface Parsed {
   readonly model: string
   readonly messages: ReadonlyArray<unknown>
@@ -161,6 +187,7 @@ const usageOf = (inputTokens: number, outputTokens: number) => ({
   input_tokens: inputTokens,
   cache_creation_input_tokens: 0,
   cache_read_input_tokens: 0,
+  cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
   output_tokens: outputTokens,
   service_tier: "standard"
 })
@@ -178,7 +205,8 @@ const contentOf = (plan: ReplyPlan, secret: string): ReadonlyArray<JsonRecord> =
   ...(plan.thinking === undefined
     ? []
     : [{ type: "thinking", thinking: plan.thinking, signature: signThinking(secret, plan.thinking) }]),
-  ...(plan.text === undefined ? [] : [{ type: "text", text: plan.text, citations: null }]),
+  // No `citations` key: the API sends one only when there are citations, and `@ai-sdk/anthropic` refuses a null.
+  ...(plan.text === undefined ? [] : [{ type: "text", text: plan.text }]),
   ...(plan.toolCall === undefined
     ? []
     : [
@@ -264,7 +292,8 @@ export const createMessage = (request: SimRequest, context: SimContext, replyTok
     maxTokens: numberField(body, "max_tokens"),
     replyTokens,
     stopSequences: stop.filter((s): s is string => typeof s === "string"),
-    seed: conversationSeed(messages)
+    seed: conversationSeed(messages),
+    output: outputFormat(body)
   })
   return withPromptTokens(tallyAnthropicMessages({ messages, system, tools }), (inputTokens) => {
     const id = `msg_sim${suffix}`

@@ -7,7 +7,14 @@ import type { AsyncReply } from "./audio/AudioReply.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
 import { geminiError } from "./ErrorEnvelopes.ts"
 import { arrayField, field, isRecord, type JsonRecord, numberField, stringField } from "./Json.ts"
-import { conversationSeed, planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
+import {
+  conversationSeed,
+  type OutputFormat,
+  planReply,
+  type ReplyPlan,
+  type ToolMode,
+  type ToolSpec
+} from "./Reply.ts"
 import { dataFrame, header, json, type SimContext, type SimReply, type SimRequest } from "./SimResponse.ts"
 import { signThinking } from "./ThinkingSignature.ts"
 
@@ -75,6 +82,19 @@ const toolMode = (toolConfig: unknown): ToolMode => {
       : { _tag: "Required" }
   }
   return { _tag: "Auto" }
+}
+
+/**
+ * `responseMimeType` with `responseSchema` (OpenAPI subset) or `responseJsonSchema` (JSON Schema): JSON, valid
+ * against the schema when there is one; `text/x.enum` answers one of the schema's values as plain text.
+ */
+const outputFormat = (config: unknown): OutputFormat => {
+  const mime = stringField(config, "responseMimeType") ?? stringField(config, "response_mime_type")
+  const schema =
+    either(config, "responseJsonSchema", "response_json_schema") ?? either(config, "responseSchema", "response_schema")
+  if (mime === "text/x.enum" && schema !== undefined) return { _tag: "Enum", schema }
+  if (mime !== "application/json") return { _tag: "Text" }
+  return schema === undefined ? { _tag: "JsonObject" } : { _tag: "JsonSchema", schema }
 }
 
 const finishReason = (plan: ReplyPlan): string => (plan.finish === "length" ? "MAX_TOKENS" : "STOP")
@@ -151,7 +171,8 @@ export const geminiGenerate = (
     maxTokens: numberField(config, "maxOutputTokens") ?? numberField(config, "max_output_tokens"),
     replyTokens,
     stopSequences: Array.isArray(stop) ? stop.filter((s): s is string => typeof s === "string") : [],
-    seed: conversationSeed(contents)
+    seed: conversationSeed(contents),
+    output: outputFormat(config)
   })
   return withPromptTokens(tally, (promptTokens) => {
     const responseId = `sim${context.nextId()}`

@@ -3,9 +3,17 @@ import { splitByTokens, tallyOpenAIChat } from "../tokenizer/Tokenizer.ts"
 import type { AsyncReply } from "./audio/AudioReply.ts"
 import { openAIError } from "./ErrorEnvelopes.ts"
 import { invalid, modelNotFound } from "./OpenAIReplies.ts"
+import { strictSchemaProblem } from "./OpenAIStrictSchema.ts"
 import { arrayField, contentText, field, isRecord, numberField, stringField } from "./Json.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
-import { conversationSeed, planReply, type ReplyPlan, type ToolMode, type ToolSpec } from "./Reply.ts"
+import {
+  conversationSeed,
+  type OutputFormat,
+  planReply,
+  type ReplyPlan,
+  type ToolMode,
+  type ToolSpec
+} from "./Reply.ts"
 import {
   dataFrame,
   header,
@@ -56,6 +64,64 @@ const toolMode = (choice: unknown): ToolMode => {
   if (choice === "required") return { _tag: "Required" }
   const name = stringField(field(choice, "function"), "name")
   return name === undefined ? { _tag: "Auto" } : { _tag: "Named", name }
+}
+
+/** `response_format`: free text, JSON mode, or Structured Outputs with a schema (absent schema → any object). */
+const outputFormat = (format: unknown): OutputFormat => {
+  switch (stringField(format, "type")) {
+    case "json_object":
+      return { _tag: "JsonObject" }
+    case "json_schema": {
+      const schema = field(field(format, "json_schema"), "schema")
+      return schema === undefined ? { _tag: "JsonObject" } : { _tag: "JsonSchema", schema }
+    }
+    default:
+      return { _tag: "Text" }
+  }
+}
+
+/** The API's checks of `response_format` and of strict function schemas, with its words. */
+const validateOutputFormat = (
+  format: unknown,
+  messages: ReadonlyArray<unknown>,
+  tools: ReadonlyArray<unknown>
+): SimReply | undefined => {
+  for (const [index, tool] of tools.entries()) {
+    const fn = field(tool, "function")
+    if (field(fn, "strict") !== true) continue
+    const problem = strictSchemaProblem(field(fn, "parameters") ?? { type: "object", properties: {} })
+    if (problem !== undefined) {
+      return invalid(
+        `Invalid schema for function '${stringField(fn, "name") ?? ""}': ${problem}`,
+        `tools[${index}].function.parameters`,
+        "invalid_function_parameters"
+      )
+    }
+  }
+  const type = stringField(format, "type")
+  const spec = field(format, "json_schema")
+  const name = stringField(spec, "name")
+  if (type === "json_schema" && name === undefined) {
+    return invalid(
+      "Missing required parameter: 'response_format.json_schema.name'.",
+      "response_format.json_schema.name",
+      "missing_required_parameter"
+    )
+  }
+  if (type === "json_schema" && field(spec, "strict") === true) {
+    const problem = strictSchemaProblem(field(spec, "schema"))
+    if (problem !== undefined)
+      return invalid(`Invalid schema for response_format '${name}': ${problem}`, "response_format")
+  }
+  // JSON mode without a schema makes the model emit JSON only if told so, hence the API's demand.
+  if (type === "json_object" && !messages.some((message) => /json/i.test(contentText(field(message, "content"))))) {
+    return invalid(
+      "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+      "messages",
+      null
+    )
+  }
+  return undefined
 }
 
 /** OpenAI's conversation rules: every tool message answers an earlier tool call and every tool call is answered. */
@@ -159,6 +225,9 @@ export const chatCompletions = (
   }
   const badConversation = validateMessages(messages)
   if (badConversation !== undefined) return badConversation
+  const responseFormat = field(body, "response_format")
+  const badFormat = validateOutputFormat(responseFormat, messages, arrayField(body, "tools") ?? [])
+  if (badFormat !== undefined) return badFormat
 
   const tools = arrayField(body, "tools") ?? []
   const mode = toolMode(field(body, "tool_choice"))
@@ -176,7 +245,8 @@ export const chatCompletions = (
     replyTokens,
     stopSequences:
       typeof stop === "string" ? [stop] : Array.isArray(stop) ? stop.filter((s) => typeof s === "string") : [],
-    seed: conversationSeed(messages)
+    seed: conversationSeed(messages),
+    output: outputFormat(responseFormat)
   })
   return withPromptTokens(tallyOpenAIChat({ messages, tools }), (promptTokens) => {
     const id = `chatcmpl-sim${context.nextId()}`

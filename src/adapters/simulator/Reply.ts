@@ -4,7 +4,8 @@
  */
 import { createHash } from "node:crypto"
 import { countText, truncateToTokens } from "../tokenizer/Tokenizer.ts"
-import { objectFromSchema } from "./ToolArguments.ts"
+import { isRecord } from "./Json.ts"
+import { instanceOf } from "./SchemaInstance.ts"
 
 export interface ToolSpec {
   readonly name: string
@@ -16,6 +17,17 @@ export type ToolMode =
   | { readonly _tag: "None" }
   | { readonly _tag: "Required" }
   | { readonly _tag: "Named"; readonly name: string }
+
+/**
+ * What the request asked the reply's text to be: free text, any JSON object (OpenAI `json_object`, Gemini's JSON mime
+ * type without a schema), JSON valid against a schema, or one of a schema's enum values as plain text (Gemini's
+ * `text/x.enum`).
+ */
+export type OutputFormat =
+  | { readonly _tag: "Text" }
+  | { readonly _tag: "JsonObject" }
+  | { readonly _tag: "JsonSchema"; readonly schema: unknown }
+  | { readonly _tag: "Enum"; readonly schema: unknown }
 
 export interface Turn {
   /** Text of the last user message ("" when there is none). */
@@ -32,6 +44,8 @@ export interface Turn {
   readonly stopSequences: ReadonlyArray<string>
   /** Anything that makes two requests different (the serialized conversation), so filler varies between them. */
   readonly seed: string
+  /** Omitted → free text. */
+  readonly output?: OutputFormat | undefined
 }
 
 export interface ToolCallPlan {
@@ -174,6 +188,29 @@ const applyStopSequences = (
     : { text: text.slice(0, cut.index), stopSequence: cut.sequence }
 }
 
+const replyLength = (turn: Turn, lead: string): number =>
+  Math.max(turn.replyTokens, turn.toolResult !== undefined ? countText(lead) : 0)
+
+/**
+ * The reply's text when the request constrains it: compact JSON valid against the schema (every property filled,
+ * as strict mode demands), an object carrying the echo when any JSON object will do, or an enum member.
+ */
+const structuredText = (output: OutputFormat | undefined, seed: string, lead: string): string | undefined => {
+  switch (output?._tag) {
+    case undefined:
+    case "Text":
+      return undefined
+    case "JsonObject":
+      return JSON.stringify({ reply: lead })
+    case "JsonSchema":
+      return JSON.stringify(instanceOf(output.schema, { seed, fill: "all" }))
+    case "Enum": {
+      const value = instanceOf(output.schema, { seed, fill: "all" })
+      return typeof value === "string" ? value : JSON.stringify(value)
+    }
+  }
+}
+
 /** What the simulated model says for this turn. */
 export const planReply = (turn: Turn): ReplyPlan => {
   const seed = digest(turn.seed)
@@ -194,7 +231,8 @@ export const planReply = (turn: Turn): ReplyPlan => {
   const thinkingCut = thinking !== fullThinking
 
   if (tool !== undefined && !thinkingCut) {
-    const args = objectFromSchema(tool.schema)
+    const generated = instanceOf(tool.schema, { seed: `${seed}:${tool.name}`, fill: "required" })
+    const args = isRecord(generated) ? { ...generated } : {}
     const key = digest(`${seed}:${tool.name}`).slice(0, 24)
     return {
       thinking,
@@ -208,8 +246,7 @@ export const planReply = (turn: Turn): ReplyPlan => {
   }
 
   const lead = turn.toolResult !== undefined ? `The tool returned: ${turn.toolResult}` : `Echo: ${excerpt}`
-  const target = Math.max(turn.replyTokens, turn.toolResult !== undefined ? countText(lead) : 0)
-  const wanted = fillerText(seed, target, lead)
+  const wanted = structuredText(turn.output, seed, lead) ?? fillerText(seed, replyLength(turn, lead), lead)
   const allowed = truncateToTokens(wanted, budget - thinkingTokens)
   const stopped = applyStopSequences(allowed, turn.stopSequences)
   const finish: FinishReason =

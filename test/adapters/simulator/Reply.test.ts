@@ -2,8 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { planReply, type Turn } from "../../../src/adapters/simulator/Reply.ts"
 import { signThinking, verifyThinking } from "../../../src/adapters/simulator/ThinkingSignature.ts"
-import { objectFromSchema } from "../../../src/adapters/simulator/ToolArguments.ts"
 import { countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
+import { assertMatchesSchema } from "./SchemaCheck.ts"
 
 const turn = (overrides: Partial<Turn> = {}): Turn => ({
   lastUserText: "Hello there",
@@ -80,39 +80,71 @@ describe("planReply", () => {
   })
 })
 
-describe("objectFromSchema", () => {
-  it("fills required properties with values that match the schema", () => {
-    const args = objectFromSchema({
-      type: "object",
-      properties: {
-        city: { type: "string" },
-        when: { type: "string", format: "date-time" },
-        count: { type: "integer", minimum: 5, maximum: 9 },
-        ratio: { type: "number", maximum: 1 },
-        mode: { enum: ["fast", "slow"] },
-        tags: { type: "array", items: { type: "string" }, minItems: 2 },
-        nested: { type: "object", properties: { flag: { type: "boolean" } }, required: ["flag"] },
-        maybe: { anyOf: [{ type: "null" }, { type: "integer" }] },
-        optional: { type: "string" }
-      },
-      required: ["city", "when", "count", "ratio", "mode", "tags", "nested", "maybe"]
-    })
-    assert.deepStrictEqual(args, {
-      city: "Paris",
-      when: "2026-01-01T12:00:00Z",
-      count: 6,
-      ratio: 0.5,
-      mode: "fast",
-      tags: ["example", "example"],
-      nested: { flag: true },
-      maybe: 1
-    })
+const richSchema = {
+  type: "object",
+  properties: {
+    city: { type: "string" },
+    when: { type: "string", format: "date-time" },
+    count: { type: "integer", minimum: 5, maximum: 9 },
+    ratio: { type: "number", maximum: 1 },
+    mode: { enum: ["fast", "slow"] },
+    tags: { type: "array", items: { type: "string" }, minItems: 2 },
+    nested: { type: "object", properties: { flag: { type: "boolean" } }, required: ["flag"] },
+    maybe: { anyOf: [{ type: "null" }, { type: "integer" }] },
+    optional: { type: "string" }
+  },
+  required: ["city", "when", "count", "ratio", "mode", "tags", "nested", "maybe"]
+}
+
+describe("tool arguments", () => {
+  it("fill the required properties with values the schema accepts, plausible by name", () => {
+    const plan = planReply(turn({ tools: [{ name: "lookup", schema: richSchema }], toolMode: { _tag: "Required" } }))
+    const args = plan.toolCall!.arguments
+    assertMatchesSchema(richSchema, args)
+    assert.deepStrictEqual(Object.keys(args), richSchema.required)
+    assert.strictEqual(args.city, "Paris")
   })
 
-  it("accepts Gemini's upper-case types and schemas without required", () => {
-    assert.deepStrictEqual(objectFromSchema({ type: "OBJECT", properties: { city: { type: "STRING" } } }), {
-      city: "Paris"
-    })
+  it("accept Gemini's upper-case types and schemas without required", () => {
+    const schema = { type: "OBJECT", properties: { city: { type: "STRING" } } }
+    const plan = planReply(turn({ tools: [{ name: "lookup", schema }], toolMode: { _tag: "Required" } }))
+    assert.deepStrictEqual(plan.toolCall!.arguments, { city: "Paris" })
+  })
+})
+
+describe("structured output", () => {
+  it("replies with compact JSON valid against the schema, counted as its tokens", () => {
+    const plan = planReply(turn({ output: { _tag: "JsonSchema", schema: richSchema } }))
+    const value = JSON.parse(plan.text!)
+    assertMatchesSchema(richSchema, value)
+    assert.includeMembers(Object.keys(value), Object.keys(richSchema.properties))
+    assert.strictEqual(plan.text, JSON.stringify(value))
+    assert.strictEqual(plan.outputTokens, countText(plan.text!))
+    assert.strictEqual(plan.finish, "stop")
+    assert.deepStrictEqual(planReply(turn({ output: { _tag: "JsonSchema", schema: richSchema } })), plan)
+  })
+
+  it("json_object without a schema replies with an object", () => {
+    const plan = planReply(turn({ output: { _tag: "JsonObject" } }))
+    assert.deepStrictEqual(JSON.parse(plan.text!), { reply: "Echo: Hello there" })
+  })
+
+  it("an enum output replies with one of its members as plain text", () => {
+    const plan = planReply(turn({ output: { _tag: "Enum", schema: { type: "STRING", enum: ["yes", "no"] } } }))
+    assert.include(["yes", "no"], plan.text)
+  })
+
+  it("a tool the request forces still wins over the output format", () => {
+    const plan = planReply(
+      turn({ output: { _tag: "JsonObject" }, tools: [weather], toolMode: { _tag: "Named", name: "get_weather" } })
+    )
+    assert.strictEqual(plan.finish, "tool_call")
+  })
+
+  it("max tokens cuts the JSON and reports length", () => {
+    const plan = planReply(turn({ output: { _tag: "JsonSchema", schema: richSchema }, maxTokens: 5 }))
+    assert.strictEqual(plan.finish, "length")
+    assert.strictEqual(plan.outputTokens, 5)
   })
 })
 
