@@ -49,8 +49,25 @@ export const billedFrom = (model: string, tokens: Tokens): Expected => {
   return { requestId: undefined, model, outcome: { _tag: "Usage", tokens } }
 }
 
+/**
+ * Waits until every hold of the account is resolved (a stream settles just after its last byte), bounded only by the
+ * test's timeout: the shared ledger helpers give up after a fixed number of polls, which a loaded machine can outlast.
+ */
+export const waitForSettlement = async (h: ClientGateway, accountId: string): Promise<void> => {
+  for (;;) {
+    const entries = await h.admin.ledger(accountId)
+    const resolved = new Set(
+      entries.filter((e) => e.type === "RefundIssued" || e.type === "UsageRecalculated").map((e) => e.holdId)
+    )
+    if (entries.every((e) => e.type !== "HoldPlaced" || resolved.has(e.holdId))) return
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
 /** Asserts the customer's holds are exactly `expected`, each charged the price of the usage its client saw. */
-export const assertChargedAsSeen = (h: ClientGateway, customer: Customer, expected: ReadonlyArray<Expected>) =>
-  assertBilled(h.admin, customer, expected)
+export const assertChargedAsSeen = async (h: ClientGateway, customer: Customer, expected: ReadonlyArray<Expected>) => {
+  await waitForSettlement(h, customer.accountId)
+  return assertBilled(h.admin, customer, expected)
+}
 
 export type { Customer }

@@ -20,7 +20,13 @@ import { costPerMillion } from "../../src/app/config/ModelPricing.ts"
 import { formatMicros } from "../../src/domain/Money.ts"
 import { simulatorConfig } from "../../src/plugins/DefaultCatalog.ts"
 import { holdsOf } from "../http/images/ImageHarness.ts"
-import { type ClientGateway, closeClientGateway, type Customer, startClientGateway } from "./ClientGateway.ts"
+import {
+  type ClientGateway,
+  closeClientGateway,
+  type Customer,
+  startClientGateway,
+  waitForSettlement
+} from "./ClientGateway.ts"
 
 let h: ClientGateway
 beforeAll(async () => {
@@ -41,6 +47,7 @@ const perMillion = (units: number, price: bigint | undefined) => costPerMillion(
 
 /** Asserts the customer's calls were each captured `costs[i]` on `model`, the rest of every hold given back. */
 const assertCharged = async (customer: Customer, model: string, costs: ReadonlyArray<bigint>) => {
+  await waitForSettlement(h, customer.accountId)
   const holds = await holdsOf(h.admin, customer.accountId)
   assert.strictEqual(holds.length, costs.length, "one hold per call")
   holds.forEach((outcome, index) => {
@@ -149,6 +156,7 @@ describe("AI SDK images, speech and transcription", () => {
 
     const price = pricing("sim-tts")
     const ttsCost = perMillion([...sentence].length, price.perMillionCharacters)
+    await waitForSettlement(h, customer.accountId)
     const holds = await holdsOf(h.admin, customer.accountId)
     assert.deepStrictEqual(
       holds.map((outcome) => outcome.hold.model),
