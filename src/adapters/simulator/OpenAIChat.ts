@@ -303,7 +303,12 @@ export const chatCompletions = (
         choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
         ...(includeUsage ? { usage: null } : {})
       })
-    const head = [chunk({ role: "assistant", content: "", refusal: null })]
+    // OpenAI opens a text reply with `content: ""` and a reply that starts with a tool call with `content: null` on
+    // the call's own first chunk: clients (the AI SDK) open a text part for any string content, even an empty one.
+    const startsWithCall = plan.text === undefined && plan.thinking === undefined && toolCall !== undefined
+    const head = startsWithCall
+      ? []
+      : [chunk({ role: "assistant", content: plan.text === undefined ? null : "", refusal: null })]
     if (plan.thinking !== undefined) {
       for (const piece of splitByTokens(plan.thinking, TOKENS_PER_DELTA)) head.push(chunk({ reasoning_content: piece }))
     }
@@ -311,12 +316,18 @@ export const chatCompletions = (
       for (const piece of splitByTokens(plan.text, TOKENS_PER_DELTA)) head.push(chunk({ content: piece }))
     }
     if (toolCall !== undefined) {
+      const call = {
+        index: 0,
+        id: toolCall.id,
+        type: "function",
+        function: { name: toolCall.function.name, arguments: "" }
+      }
       head.push(
-        chunk({
-          tool_calls: [
-            { index: 0, id: toolCall.id, type: "function", function: { name: toolCall.function.name, arguments: "" } }
-          ]
-        })
+        chunk(
+          startsWithCall
+            ? { role: "assistant", content: null, refusal: null, tool_calls: [call] }
+            : { tool_calls: [call] }
+        )
       )
       for (const piece of splitJson(toolCall.function.arguments)) {
         head.push(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }))
