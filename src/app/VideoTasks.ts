@@ -10,6 +10,7 @@
 import { Clock, Context, Duration, Effect, Layer, Option, Queue, Result, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomUUID } from "node:crypto"
+import { GuardedFetcher } from "../adapters/fetch/GuardedFetcher.ts"
 import { mp4Info, usageFromFile } from "../adapters/media/Mp4Info.ts"
 import {
   appendTask,
@@ -65,6 +66,7 @@ import {
   type StreamVersionConflict
 } from "./StoreErrors.ts"
 import { traced } from "./Traced.ts"
+import { checkVideoInputLinks } from "./VideoInputLinks.ts"
 
 export class VideoNotFound extends Schema.TaggedError<VideoNotFound>()("VideoNotFound", { id: Schema.String }) {}
 
@@ -209,6 +211,7 @@ export class VideoTasks extends Context.Service<
         const registry = yield* PluginRegistry
         const contents = yield* ContentStore
         const config = yield* OperatorConfig
+        const fetcher = yield* GuardedFetcher
         const workerId = `worker-${randomUUID()}`
         const pollIntervalMs = config.video.pollIntervalMs
         const deadlineMs = config.video.deadlineMinutes * 60_000
@@ -263,6 +266,8 @@ export class VideoTasks extends Context.Service<
           const { plugin, model } = yield* resolveVideoModel(input.key, input.model)
           const refusal = plugin.check?.(input.request, model)
           if (refusal !== undefined) return yield* upstreamFailed(refusal)
+          // Last of the checks (it waits on the network), before anything is held or recorded.
+          yield* checkVideoInputLinks(fetcher, input.request)
           const accountId = input.key.accountId
           const taskId = taskIdFor(accountId, input.idempotencyKey)
           const requestHash = sha256(JSON.stringify({ model: input.model, request: input.request }))
