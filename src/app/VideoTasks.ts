@@ -45,6 +45,7 @@ import {
   type VideoUsage
 } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
+import { VIDEO_LINK_REFUSED } from "../plugins/video/LinkDownload.ts"
 import type { CancelsVideoTasks } from "../plugins/video/VideoPlugin.ts"
 import {
   InvalidChatRequest,
@@ -669,6 +670,16 @@ export class VideoTasks extends Context.Service<
                 )
                 if (done._tag === "Success") return { _tag: "Done" } as StepOutcome
                 const error = done.failure
+                // The guard refused the vendor's link (a private address): no retry can change that.
+                if (error._tag === "PluginFailure" && error.code === VIDEO_LINK_REFUSED) {
+                  yield* failTask(
+                    state,
+                    "failed",
+                    VIDEO_LINK_REFUSED,
+                    `${error.message}; the charge was refunded in full`
+                  )
+                  return { _tag: "Done" } as StepOutcome
+                }
                 if (error._tag === "PluginFailure") return { _tag: "Again", failure: error } as StepOutcome
                 if (error._tag === "ContentTooLarge") {
                   yield* failTask(state, "failed", "video_too_large", `the video exceeds ${error.limit} bytes`)

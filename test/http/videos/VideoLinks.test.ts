@@ -1,7 +1,9 @@
 /**
  * Video input links and the finished video's download, through the real gateway: a link must be a public http(s)
  * address (the guarded fetcher's rule, every spelling of a private address included), whatever its path looks like;
- * where a quick HEAD answers, its content type must be one the spec names; a HEAD that fails proves nothing.
+ * where a quick HEAD answers, its content type must be one the spec names; a HEAD that fails proves nothing. The
+ * vendor's result link is fetched through the same guard: one that leads to a private address fails the task with a
+ * full refund.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createServer, type Server } from "node:http"
@@ -178,4 +180,57 @@ describe("video input links: any path, checked by their content type", () => {
     const response = await submit(customer.key, { images: ["https://cdn.invalid/assets/7f3a9c"] })
     assert.strictEqual(response.status, 200, JSON.stringify(response.body))
   })
+})
+
+describe("the finished video is downloaded through the guarded fetcher", () => {
+  it("a result link off the upstream's origin, on a loopback address: the task fails and is refunded in full", async () => {
+    // The config names the simulator `localhost`; its result links carry 127.0.0.1, which nothing allows.
+    const other = await startVideoHarness({ upstreamHost: "localhost" })
+    try {
+      const customer = await other.admin.customer()
+      const response = await api(other.gateway, customer.key, "POST", "/v1/videos", {
+        model: FAST,
+        prompt: "a fox in the snow",
+        seconds: "4",
+        metadata: { resolution: "480p", ratio: "16:9" }
+      })
+      assert.strictEqual(response.status, 200, JSON.stringify(response.body))
+      const done = await waitForVideo(other.gateway, customer.key, response.body.id)
+      assert.strictEqual(done.status, "failed", JSON.stringify(done))
+      assert.strictEqual(done.error?.code, "video_link_refused")
+      assert.match(done.error?.message ?? "", /127\.0\.0\.1.*loopback/)
+      assert.strictEqual(done.charge.refunded, done.charge.held)
+      assert.deepStrictEqual(await other.admin.balance(customer.accountId), {
+        deposited: "10.000000",
+        captured: "0.000000",
+        held: "0.000000",
+        available: "10.000000"
+      })
+      const files = other.sim.calls().filter((call) => call.path.includes(".mp4"))
+      assert.deepStrictEqual(files, [], "the gateway must not have fetched the file")
+    } finally {
+      await closeAfterReplay(other)
+    }
+  }, 60_000)
+
+  it("the same link with its address allow-listed: the download goes through and the task completes", async () => {
+    const other = await startVideoHarness({ upstreamHost: "localhost", fetchAllowHosts: ["127.0.0.1"] })
+    try {
+      const customer = await other.admin.customer()
+      const response = await api(other.gateway, customer.key, "POST", "/v1/videos", {
+        model: FAST,
+        prompt: "a fox in the snow",
+        seconds: "4",
+        metadata: { resolution: "480p", ratio: "16:9" }
+      })
+      assert.strictEqual(response.status, 200, JSON.stringify(response.body))
+      const done = await waitForVideo(other.gateway, customer.key, response.body.id)
+      assert.strictEqual(done.status, "completed", JSON.stringify(done))
+      const files = other.sim.calls().filter((call) => call.path.includes(".mp4"))
+      assert.strictEqual(files.length, 1)
+      assert.strictEqual(files[0]?.headers["user-agent"], "Tollgate-Fetch/0.1")
+    } finally {
+      await closeAfterReplay(other)
+    }
+  }, 60_000)
 })
