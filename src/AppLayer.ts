@@ -62,7 +62,10 @@ export interface AppOptions {
   readonly ledger?: Partial<LedgerOptions>
   /** The operator config file; undefined → the built-in simulator catalog. */
   readonly configPath?: string | undefined
-  /** The guarded fetcher of user image links; `allowHosts` opens internal hosts (tests, internal deployments). */
+  /**
+   * The guarded fetcher of URLs the gateway did not choose (image links, video input links, video results);
+   * `allowHosts` opens internal hosts (tests, internal deployments).
+   */
   readonly imageFetch?: GuardedFetcherOptions | undefined
   /** Where generated videos are kept (a directory); undefined → a temporary directory (tests). */
   readonly contentDir: string
@@ -122,11 +125,14 @@ export const servicesLayer = (options: AppOptions) => {
     )
   ).pipe(Layer.provide(config))
   const countedLedger = RateLimitTokens.layer.pipe(Layer.provide(Layer.merge(ledger, rateLimiter)))
+  // One guarded fetcher for every URL the gateway did not choose: image links, video input links, video results.
+  const guarded = GuardedFetcher.layer(options.imageFetch ?? {})
   const registry = PluginRegistry.layerFrom((id) =>
     options.configPath === undefined ? DefaultCatalog.SIMULATOR_OWNER : `tollgate:${id.split("-")[0]}`
   ).pipe(
     Layer.provideMerge(UpstreamClient.layer),
-    Layer.provide(ImageFetcherService.layer.pipe(Layer.provide(GuardedFetcher.layer(options.imageFetch ?? {}))))
+    Layer.provide(ImageFetcherService.layer),
+    Layer.provideMerge(guarded)
   )
   const core = Layer.mergeAll(
     countedLedger,

@@ -10,6 +10,7 @@
 import { Clock, Context, Duration, Effect, Layer, Option, Queue, Result, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomUUID } from "node:crypto"
+import { GuardedFetcher } from "../adapters/fetch/GuardedFetcher.ts"
 import { mp4Info, usageFromFile } from "../adapters/media/Mp4Info.ts"
 import {
   appendTask,
@@ -44,6 +45,7 @@ import {
   type VideoUsage
 } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
+import { VIDEO_LINK_REFUSED } from "../plugins/video/LinkDownload.ts"
 import type { CancelsVideoTasks } from "../plugins/video/VideoPlugin.ts"
 import {
   InvalidChatRequest,
@@ -65,6 +67,7 @@ import {
   type StreamVersionConflict
 } from "./StoreErrors.ts"
 import { traced } from "./Traced.ts"
+import { checkVideoInputLinks } from "./VideoInputLinks.ts"
 
 export class VideoNotFound extends Schema.TaggedError<VideoNotFound>()("VideoNotFound", { id: Schema.String }) {}
 
@@ -209,6 +212,7 @@ export class VideoTasks extends Context.Service<
         const registry = yield* PluginRegistry
         const contents = yield* ContentStore
         const config = yield* OperatorConfig
+        const fetcher = yield* GuardedFetcher
         const workerId = `worker-${randomUUID()}`
         const pollIntervalMs = config.video.pollIntervalMs
         const deadlineMs = config.video.deadlineMinutes * 60_000
@@ -263,6 +267,8 @@ export class VideoTasks extends Context.Service<
           const { plugin, model } = yield* resolveVideoModel(input.key, input.model)
           const refusal = plugin.check?.(input.request, model)
           if (refusal !== undefined) return yield* upstreamFailed(refusal)
+          // Last of the checks (it waits on the network), before anything is held or recorded.
+          yield* checkVideoInputLinks(fetcher, input.request)
           const accountId = input.key.accountId
           const taskId = taskIdFor(accountId, input.idempotencyKey)
           const requestHash = sha256(JSON.stringify({ model: input.model, request: input.request }))
@@ -664,6 +670,16 @@ export class VideoTasks extends Context.Service<
                 )
                 if (done._tag === "Success") return { _tag: "Done" } as StepOutcome
                 const error = done.failure
+                // The guard refused the vendor's link (a private address): no retry can change that.
+                if (error._tag === "PluginFailure" && error.code === VIDEO_LINK_REFUSED) {
+                  yield* failTask(
+                    state,
+                    "failed",
+                    VIDEO_LINK_REFUSED,
+                    `${error.message}; the charge was refunded in full`
+                  )
+                  return { _tag: "Done" } as StepOutcome
+                }
                 if (error._tag === "PluginFailure") return { _tag: "Again", failure: error } as StepOutcome
                 if (error._tag === "ContentTooLarge") {
                   yield* failTask(state, "failed", "video_too_large", `the video exceeds ${error.limit} bytes`)

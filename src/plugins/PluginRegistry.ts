@@ -12,6 +12,7 @@ import { makeSpeechPlugin } from "./audio/SpeechPlugin.ts"
 import { makeTranscriptionPlugin } from "./audio/TranscriptionPlugin.ts"
 import { makeChatImagePlugin } from "./chat-image/ChatImagePlugin.ts"
 import { type ImageFetcher, ImageFetcherService } from "./chat-image/ImageInputs.ts"
+import { GuardedFetcher } from "../adapters/fetch/GuardedFetcher.ts"
 import { makeDedicatedImagePlugin } from "./dedicated-image/DedicatedImagePlugin.ts"
 import { makeEmbeddingsPlugin } from "./embeddings/EmbeddingsPlugin.ts"
 import {
@@ -202,15 +203,16 @@ export const makeLookups = (entries: ReadonlyMap<string, ResolvedModel>) => ({
   resolve: (id: string): ResolvedModel | undefined => entries.get(id)
 })
 
-/** The built-in families over one upstream client and the guarded fetcher for user image links. */
+/** The built-in families over one upstream client, the fetcher of user image links and the guarded fetcher. */
 export const builtinPlugins = (
   client: UpstreamClient["Service"],
-  fetcher: ImageFetcher
+  fetcher: ImageFetcher,
+  links: GuardedFetcher["Service"]
 ): ReadonlyArray<ModelPlugin> => [
   makeTextPlugin(client),
   makeChatImagePlugin(client, fetcher),
   makeDedicatedImagePlugin(client, fetcher),
-  makeVideoPlugin(client, fetcher),
+  makeVideoPlugin(client, links),
   makeEmbeddingsPlugin(client),
   makeTranscriptionPlugin(client),
   makeSpeechPlugin(client)
@@ -223,10 +225,11 @@ export const layerFrom = (ownedBy: (modelId: string) => string) =>
       const config = yield* OperatorConfig
       const client = yield* UpstreamClient
       const fetcher = yield* ImageFetcherService
+      const links = yield* GuardedFetcher
       const external = yield* loadPlugins(config.plugins)
       const built = yield* buildRegistry(
         config,
-        [...builtinPlugins(client, fetcher), ...external],
+        [...builtinPlugins(client, fetcher, links), ...external],
         ownedBy,
         1_767_225_600
       )

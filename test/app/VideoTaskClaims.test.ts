@@ -74,7 +74,8 @@ const instance = (configPath: string) =>
             FileContentStore.layer(join(dir, `content-${randomUUID()}`)),
             PluginRegistry.layerFrom(() => "test").pipe(
               Layer.provide(UpstreamClient.layer),
-              Layer.provide(ImageFetcherService.layer.pipe(Layer.provide(GuardedFetcher.layer({}))))
+              Layer.provide(ImageFetcherService.layer),
+              Layer.provideMerge(GuardedFetcher.layer({}))
             )
           )
         ),

@@ -93,11 +93,11 @@ describe("videos: argument parsing", () => {
         "inline base64 data: URIs are not supported for video inputs"
       )
       yield* expectUsageError(
-        ["videos", "create", "--prompt", "x", "--image", "https://x.example/a.gif"],
+        ["videos", "create", "--prompt", "x", "--image", "ftp://x.example/a.png"],
         "an http(s) URL of a JPG, PNG or WebP image"
       )
       yield* expectUsageError(
-        ["videos", "create", "--prompt", "x", "--video", "https://x.example/a.mov"],
+        ["videos", "create", "--prompt", "x", "--video", "x.example/a.mp4"],
         "an http(s) URL of an MP4 video"
       )
       const tooMany = ["x", "y", "z", "w"].flatMap((name) => ["--video", `https://x.example/${name}.mp4`])

@@ -1,8 +1,10 @@
 /**
- * Fetches user-supplied URLs (input images) without letting them reach the gateway's own network. Every hop is
- * checked: the scheme, the host name, every address it resolves to (AddressPolicy.ts); the connection then goes to the
- * vetted addresses only (a pinned `lookup`), so a DNS answer that changes between check and connect cannot redirect it.
- * Redirects are followed by hand and re-checked; the body is capped while it streams; one deadline covers it all.
+ * Fetches URLs the gateway did not choose (input images, video input links, a vendor's finished-video link) without
+ * letting them reach the gateway's own network. Every hop is checked: the scheme, the host name, every address it
+ * resolves to (AddressPolicy.ts); the connection then goes to the vetted addresses only (a pinned `lookup`), so a DNS
+ * answer that changes between check and connect cannot redirect it. Redirects are followed by hand and re-checked.
+ * `fetch` caps the body while it streams under one deadline; `probe` asks for the headers only (HEAD); `open` hands the
+ * body over unread, for downloads too large to hold in memory.
  *
  * This module wraps undici and node:dns, so the Promise and stream callbacks live here.
  */
@@ -41,6 +43,37 @@ export interface FetchedResource {
   readonly finalUrl: string
 }
 
+/** A HEAD's answer: the final (non-redirect) status and media type. */
+export interface ProbedResource {
+  readonly status: number
+  /** Lower case, without parameters; `""` when the header is missing. */
+  readonly contentType: string
+  readonly finalUrl: string
+}
+
+export interface OpenOptions {
+  /** DNS, every redirect and the response headers must arrive within this. */
+  readonly headersTimeoutMs: number
+  /** The longest silence while the body streams. */
+  readonly idleTimeoutMs: number
+  /**
+   * Origins (`https://ark.example:443`) trusted as configured by the operator: a hop to exactly one of them skips the
+   * address rule (a vendor's result link on the vendor's own, perhaps private, API host). Any other hop is vetted.
+   */
+  readonly trustedOrigins?: ReadonlyArray<string> | undefined
+  /** Aborts the request, the body's streaming included. */
+  readonly signal?: AbortSignal | undefined
+}
+
+/** A response whose body has not been read: the caller consumes or discards it. */
+export interface OpenedResource {
+  /** The final (non-redirect) status, whatever it is. */
+  readonly status: number
+  readonly headers: Dispatcher.ResponseData["headers"]
+  readonly body: Dispatcher.ResponseData["body"]
+  readonly finalUrl: string
+}
+
 export interface ResolvedAddress {
   readonly address: string
   readonly family: number
@@ -64,13 +97,11 @@ export interface GuardedFetcherOptions {
 
 export const DEFAULT_MAX_REDIRECTS = 5
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
-const USER_AGENT = "Tollgate-ImageFetch/0.1"
+const USER_AGENT = "Tollgate-Fetch/0.1"
 
 const defaultResolver: Resolver = (hostname) => systemLookup(hostname, { all: true, verbatim: true })
 
-type Hop =
-  | { readonly _tag: "Redirect"; readonly location: string }
-  | { readonly _tag: "Done"; readonly resource: FetchedResource }
+type Step<A> = { readonly _tag: "Redirect"; readonly location: string } | { readonly _tag: "Done"; readonly value: A }
 
 const firstHeader = (headers: Dispatcher.ResponseData["headers"], name: string): string | undefined => {
   const value = headers[name]
@@ -144,7 +175,8 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
   const resolve = options.lookup ?? defaultResolver
   const maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS
 
-  const hops = (url: string, limits: FetchLimits) => {
+  /** One request's hops: where it may go, and the exchange on each one, redirects re-vetted. */
+  const hopsOf = (url: string, trustedOrigins: ReadonlyArray<string>) => {
     const refuse = (reason: FetchRefusedReason, detail: string) =>
       Effect.fail(new FetchRefused({ reason, url: shownUrl(url), detail }))
 
@@ -164,7 +196,7 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
     const vet = Effect.fnUntraced(function* (target: URL, via: string) {
       const host = normalizeHost(target.hostname)
       const literal = unbracket(target.hostname)
-      const hostAllowed = allowsHost(allow, host)
+      const hostAllowed = allowsHost(allow, host) || trustedOrigins.includes(target.origin)
       if (!hostAllowed && isMetadataHost(host)) {
         return yield* refuse("blocked-host", `${via}${host} is a cloud metadata service`)
       }
@@ -195,37 +227,117 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
       return addresses
     })
 
-    const exchange = (target: URL, addresses: ReadonlyArray<ResolvedAddress>, via: string) =>
+    /**
+     * Sends one request to vetted addresses. The agent lives in the caller's scope; `keep` leaves it open (closing
+     * gracefully once the body is done) when the scope ends successfully, for a body handed over unread.
+     */
+    const exchange = (
+      target: URL,
+      addresses: ReadonlyArray<ResolvedAddress>,
+      via: string,
+      request_: { readonly method: "GET" | "HEAD"; readonly keep: boolean; readonly open?: OpenOptions | undefined }
+    ) =>
       Effect.gen(function* () {
         const agent = yield* Effect.acquireRelease(
           Effect.sync(() => new Agent({ connect: { lookup: pinnedLookup(addresses) } })),
-          (agent) => Effect.promise(() => agent.destroy().catch(() => undefined))
+          (agent, exit) =>
+            request_.keep && exit._tag === "Success"
+              ? Effect.sync(() => {
+                  agent.close().catch(() => undefined)
+                })
+              : Effect.promise(() => agent.destroy().catch(() => undefined))
         )
+        const open = request_.open
         const response = yield* Effect.tryPromise({
           try: (signal) =>
             request(target, {
-              method: "GET",
+              method: request_.method,
               dispatcher: agent,
-              signal,
-              headers: { "user-agent": USER_AGENT, accept: "*/*", "accept-encoding": "identity" }
+              signal: open?.signal === undefined ? signal : AbortSignal.any([signal, open.signal]),
+              headers: { "user-agent": USER_AGENT, accept: "*/*", "accept-encoding": "identity" },
+              ...(open === undefined ? {} : { headersTimeout: open.headersTimeoutMs, bodyTimeout: open.idleTimeoutMs })
             }),
           catch: (cause) =>
             new FetchRefused({
-              reason: "network",
+              reason: errorCode(cause) === "UND_ERR_HEADERS_TIMEOUT" ? "timeout" : "network",
               url: shownUrl(url),
               detail: `${via}cannot connect to ${target.host} (${errorCode(cause) || "network error"})`
             })
         })
-        const status = response.statusCode
-        if (REDIRECT_STATUSES.has(status)) {
+        if (REDIRECT_STATUSES.has(response.statusCode)) {
+          discard(response.body)
           const location = firstHeader(response.headers, "location")
-          if (location === undefined) return yield* refuse("redirect", `${via}HTTP ${status} without a location`)
-          return { _tag: "Redirect", location } satisfies Hop as Hop
+          if (location === undefined) {
+            return yield* refuse("redirect", `${via}HTTP ${response.statusCode} without a location`)
+          }
+          return { _tag: "Redirect", location } as const
         }
-        if (status < 200 || status > 299)
+        return { _tag: "Final", response } as const
+      })
+
+    /**
+     * Follows redirects to the final response, which `use` consumes (in the last hop's scope). `keep`: the last hop's
+     * connection stays open after `use` for the body it hands on.
+     */
+    const follow = <A>(
+      method: "GET" | "HEAD",
+      keep: boolean,
+      open: OpenOptions | undefined,
+      use: (response: Dispatcher.ResponseData, target: URL, via: string) => Effect.Effect<A, FetchRefused>
+    ): Effect.Effect<A, FetchRefused> =>
+      Effect.gen(function* () {
+        let current = yield* target(url, undefined, "")
+        for (let redirects = 0; ; redirects++) {
+          const via = redirects === 0 ? "" : `redirect to ${shownUrl(current.href)}: `
+          const addresses = yield* vet(current, via)
+          const hop = current
+          const step: Step<A> = yield* Effect.scoped(
+            Effect.flatMap(
+              exchange(hop, addresses, via, { method, keep, open }),
+              (outcome): Effect.Effect<Step<A>, FetchRefused> =>
+                outcome._tag === "Redirect"
+                  ? Effect.succeed({ _tag: "Redirect", location: outcome.location })
+                  : Effect.map(use(outcome.response, hop, via), (value) => ({ _tag: "Done", value }))
+            )
+          )
+          if (step._tag === "Done") return step.value
+          if (redirects >= maxRedirects) return yield* refuse("redirect", `more than ${maxRedirects} redirects`)
+          current = yield* target(step.location, current, `redirect to ${shownUrl(step.location)}: `)
+        }
+      })
+
+    return { refuse, follow }
+  }
+
+  const deadline =
+    (url: string, timeoutMs: number) =>
+    <A>(effect: Effect.Effect<A, FetchRefused>): Effect.Effect<A, FetchRefused> =>
+      effect.pipe(
+        Effect.timeoutOrElse({
+          duration: Duration.millis(timeoutMs),
+          orElse: () =>
+            Effect.fail(
+              new FetchRefused({
+                reason: "timeout",
+                url: shownUrl(url),
+                detail: `no complete answer within ${timeoutMs} ms`
+              })
+            )
+        })
+      )
+
+  const readBody = (url: string, limits: FetchLimits) => {
+    const { refuse } = hopsOf(url, [])
+    return (response: Dispatcher.ResponseData, target: URL, via: string) =>
+      Effect.gen(function* () {
+        const status = response.statusCode
+        if (status < 200 || status > 299) {
+          discard(response.body)
           return yield* refuse("http-status", `${via}the server answered HTTP ${status}`)
+        }
         const contentType = mediaType(firstHeader(response.headers, "content-type"))
         if (!limits.accept(contentType)) {
+          discard(response.body)
           return yield* refuse(
             "content-type",
             `${via}content type ${contentType === "" ? "(none)" : contentType} is not accepted`
@@ -233,7 +345,10 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
         }
         const tooLarge = `${via}the body is larger than ${limits.maxBytes} bytes`
         const declared = Number(firstHeader(response.headers, "content-length"))
-        if (Number.isFinite(declared) && declared > limits.maxBytes) return yield* refuse("too-large", tooLarge)
+        if (Number.isFinite(declared) && declared > limits.maxBytes) {
+          discard(response.body)
+          return yield* refuse("too-large", tooLarge)
+        }
         const bytes = yield* Effect.tryPromise({
           try: (signal) => readCapped(response.body, limits.maxBytes, signal),
           catch: (cause) =>
@@ -244,38 +359,44 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
             })
         })
         if (bytes === undefined) return yield* refuse("too-large", tooLarge)
-        return { _tag: "Done", resource: { bytes, contentType, finalUrl: target.href } } satisfies Hop as Hop
-      }).pipe(Effect.scoped)
-
-    return Effect.gen(function* () {
-      let current = yield* target(url, undefined, "")
-      for (let redirects = 0; ; redirects++) {
-        const via = redirects === 0 ? "" : `redirect to ${shownUrl(current.href)}: `
-        const addresses = yield* vet(current, via)
-        const hop = yield* exchange(current, addresses, via)
-        if (hop._tag === "Done") return hop.resource
-        if (redirects >= maxRedirects) return yield* refuse("redirect", `more than ${maxRedirects} redirects`)
-        current = yield* target(hop.location, current, `redirect to ${shownUrl(hop.location)}: `)
-      }
-    })
+        return { bytes, contentType, finalUrl: target.href } satisfies FetchedResource
+      })
   }
 
   return {
     fetch: Effect.fnUntraced(function* (url: string, limits: FetchLimits) {
-      return yield* hops(url, limits).pipe(
-        Effect.timeoutOrElse({
-          duration: Duration.millis(limits.timeoutMs),
-          orElse: () =>
-            Effect.fail(
-              new FetchRefused({
-                reason: "timeout",
-                url: shownUrl(url),
-                detail: `no complete answer within ${limits.timeoutMs} ms`
-              })
-            )
-        })
-      )
-    }, traced("GuardedFetcher.fetch"))
+      return yield* hopsOf(url, [])
+        .follow("GET", false, undefined, readBody(url, limits))
+        .pipe(deadline(url, limits.timeoutMs))
+    }, traced("GuardedFetcher.fetch")),
+
+    probe: Effect.fnUntraced(function* (url: string, timeoutMs: number) {
+      return yield* hopsOf(url, [])
+        .follow("HEAD", false, undefined, (response, target) =>
+          Effect.sync(() => {
+            discard(response.body)
+            return {
+              status: response.statusCode,
+              contentType: mediaType(firstHeader(response.headers, "content-type")),
+              finalUrl: target.href
+            } satisfies ProbedResource
+          })
+        )
+        .pipe(deadline(url, timeoutMs))
+    }, traced("GuardedFetcher.probe")),
+
+    open: Effect.fnUntraced(function* (url: string, options: OpenOptions) {
+      return yield* hopsOf(url, options.trustedOrigins ?? [])
+        .follow("GET", true, options, (response, target) =>
+          Effect.succeed({
+            status: response.statusCode,
+            headers: response.headers,
+            body: response.body,
+            finalUrl: target.href
+          } satisfies OpenedResource)
+        )
+        .pipe(deadline(url, options.headersTimeoutMs))
+    }, traced("GuardedFetcher.open"))
   }
 }
 
@@ -287,6 +408,16 @@ export class GuardedFetcher extends Context.Service<
      * for anything refused or broken (the HTTP layer answers it as a 400).
      */
     readonly fetch: (url: string, limits: FetchLimits) => Effect.Effect<FetchedResource, FetchRefused>
+    /**
+     * HEADs a URL under the same rule (redirects followed and vetted) and answers its final status and media type,
+     * whatever the status; fails with `FetchRefused` when it may not be asked or no answer came within `timeoutMs`.
+     */
+    readonly probe: (url: string, timeoutMs: number) => Effect.Effect<ProbedResource, FetchRefused>
+    /**
+     * GETs a URL under the same rule (plus `trustedOrigins`) and hands over the final response with its body unread,
+     * whatever its status: the caller streams or discards it. The connection closes once the body is done.
+     */
+    readonly open: (url: string, options: OpenOptions) => Effect.Effect<OpenedResource, FetchRefused>
   }
 >()("tollgate/adapters/fetch/GuardedFetcher") {
   /** `allowHosts` lifts the address rule for the listed names and ranges; nothing is allowed by default. */

@@ -3,22 +3,26 @@
  * The link carries its own signature, so the upstream's API key is never sent with it. The body is streamed, not
  * buffered: videos run to hundreds of MB.
  *
- * An edge around undici's promise API, in the shape of UpstreamClient's request.
+ * The link is the vendor's word, not the operator's, so it is fetched through the guarded fetcher like any other URL
+ * the gateway did not choose: every hop must lead to a public address (or an allow-listed one), except the origin of
+ * the upstream that handed it out, which the operator configured. A link refused by that rule fails with
+ * {@link VIDEO_LINK_REFUSED}: asking again cannot change the answer.
  */
 import { Clock, Effect } from "effect"
-import { type Dispatcher, request } from "undici"
+import type { FetchRefused } from "../../adapters/fetch/FetchRefused.ts"
+import type { GuardedFetcher } from "../../adapters/fetch/GuardedFetcher.ts"
 import { discard, ResponseBody } from "../../adapters/upstream/ResponseBody.ts"
-import {
-  firstHeader,
-  isRequestDefect,
-  parseRetryAfter,
-  reasonFromCause
-} from "../../adapters/upstream/UpstreamError.ts"
+import { firstHeader, parseRetryAfter, reasonFromCause } from "../../adapters/upstream/UpstreamError.ts"
 import { type PluginFailure, pluginFailure, type VideoDownload } from "../ModelPlugin.ts"
+
+/** The code of a download the guard refused (a private address, another scheme): final, not worth a retry. */
+export const VIDEO_LINK_REFUSED = "video_link_refused"
 
 export interface LinkOptions {
   /** The upstream that handed out the link, for logs and errors. */
   readonly upstreamName: string
+  /** That upstream's base URL: its origin is trusted, as configured by the operator. */
+  readonly upstreamBaseUrl: string
   readonly headersTimeoutMs: number
   readonly idleTimeoutMs: number
   readonly signal: AbortSignal
@@ -51,47 +55,47 @@ const linkFailure = (status: number, retryAfter: number | undefined): PluginFail
   )
 }
 
-export const downloadLink = (url: string, options: LinkOptions): Effect.Effect<VideoDownload, PluginFailure> =>
+/** Address and scheme refusals are final; anything else (DNS, a timeout, a reset) may pass on a later try. */
+const refusedFailure = (refused: FetchRefused): PluginFailure => {
+  switch (refused.reason) {
+    case "invalid-url":
+    case "scheme":
+    case "credentials":
+    case "blocked-host":
+    case "blocked-address":
+      return pluginFailure(502, `the upstream's video link was refused: ${refused.message}`, {
+        code: VIDEO_LINK_REFUSED
+      })
+    case "timeout":
+      return pluginFailure(504, `the video link could not be fetched: ${refused.message}`)
+    default:
+      return pluginFailure(502, `the video link could not be fetched: ${refused.message}`)
+  }
+}
+
+const originOf = (url: string): ReadonlyArray<string> => (URL.canParse(url) ? [new URL(url).origin] : [])
+
+export const downloadLink = (
+  links: GuardedFetcher["Service"],
+  url: string,
+  options: LinkOptions
+): Effect.Effect<VideoDownload, PluginFailure> =>
   Effect.gen(function* () {
-    const parsed = URL.canParse(url) ? new URL(url) : undefined
-    if (parsed === undefined || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
-      return yield* Effect.fail(pluginFailure(502, "the upstream's video link is not an http(s) URL"))
-    }
     const timeouts = { headersMs: options.headersTimeoutMs, idleMs: options.idleTimeoutMs }
-    const failure = (cause: unknown) => reasonFromCause(cause, timeouts)
-    const response = yield* Effect.callback<Dispatcher.ResponseData, PluginFailure>((resume, interrupted) => {
-      request(parsed, {
-        method: "GET",
-        signal: AbortSignal.any([interrupted, options.signal]),
-        headersTimeout: timeouts.headersMs,
-        bodyTimeout: timeouts.idleMs
-      }).then(
-        (data) => {
-          if (interrupted.aborted) discard(data.body)
-          else resume(Effect.succeed(data))
-        },
-        (cause) => {
-          if (isRequestDefect(cause)) return resume(Effect.die(cause))
-          const reason = failure(cause)
-          resume(
-            Effect.fail(
-              reason._tag === "Aborted"
-                ? pluginFailure(499, "the download was cancelled")
-                : pluginFailure(
-                    reason._tag === "Timeout" ? 504 : 502,
-                    `the video link could not be fetched: ${reason.message}`
-                  )
-            )
-          )
-        }
-      )
-    })
-    if (response.statusCode < 200 || response.statusCode >= 300) {
+    const response = yield* links
+      .open(url, {
+        headersTimeoutMs: options.headersTimeoutMs,
+        idleTimeoutMs: options.idleTimeoutMs,
+        trustedOrigins: originOf(options.upstreamBaseUrl),
+        signal: options.signal
+      })
+      .pipe(Effect.mapError(refusedFailure))
+    if (response.status < 200 || response.status >= 300) {
       discard(response.body)
       const now = yield* Clock.currentTimeMillis
-      return yield* Effect.fail(linkFailure(response.statusCode, parseRetryAfter(response.headers, now)))
+      return yield* Effect.fail(linkFailure(response.status, parseRetryAfter(response.headers, now)))
     }
-    const body = new ResponseBody(response.body, options.upstreamName, failure)
+    const body = new ResponseBody(response.body, options.upstreamName, (cause) => reasonFromCause(cause, timeouts))
     return {
       contentType: contentTypeOf(response.headers),
       contentLength: contentLengthOf(response.headers),

@@ -9,7 +9,7 @@ import type { UpstreamClient, UpstreamResponse } from "../../adapters/upstream/U
 import { ArkPaths, OpenAiPaths, upstreamUrl } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
 import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
-import type { ImageFetcher } from "../chat-image/ImageInputs.ts"
+import type { GuardedFetcher } from "../../adapters/fetch/GuardedFetcher.ts"
 import {
   PLUGIN_SPECIFICATION,
   type PluginFailure,
@@ -79,12 +79,12 @@ export interface CancelsVideoTasks {
 }
 
 /**
- * `fetcher` is the guarded fetcher of the image families; video inputs are passed to the vendors as links, so it is
- * unused for now (kept so every built-in family is made the same way).
+ * `links` is the gateway's guarded fetcher: a finished video is downloaded from the vendor's link through it. Video
+ * inputs are passed to the vendors as links (checked at submit, VideoInputLinks.ts), never fetched here.
  */
 export const makeVideoPlugin = (
   client: UpstreamClient["Service"],
-  _fetcher: ImageFetcher
+  links: GuardedFetcher["Service"]
 ): VideosPlugin & CancelsVideoTasks => {
   const send = (upstream: UpstreamConfig & { readonly protocol: VideoProtocol }, call: VideoCall) => {
     const ark = upstream.protocol === "ark"
@@ -200,8 +200,9 @@ export const makeVideoPlugin = (
   const download = Effect.fnUntraced(function* (task: VideoTaskRef, videoUrl: string) {
     const upstream = yield* upstreamOf(task)
     if (upstream.protocol === "ark") {
-      return yield* downloadLink(videoUrl, {
+      return yield* downloadLink(links, videoUrl, {
         upstreamName: upstream.name,
+        upstreamBaseUrl: upstream.baseUrl,
         headersTimeoutMs: upstream.timeoutMs,
         idleTimeoutMs: upstream.idleTimeoutMs,
         signal: task.signal

@@ -56,6 +56,8 @@ beforeAll(
         } else if (path === "/page") {
           res.writeHead(200, { "content-type": "text/html; charset=utf-8" })
           res.end("<html></html>")
+        } else if (path === "/hang") {
+          // never answers
         } else if (path === "/typed") {
           res.writeHead(200, { "content-type": "Image/PNG; q=1" })
           res.end(png)
@@ -275,5 +277,108 @@ describe("GuardedFetcher", () => {
       )
       yield* expectRefused(`http://127.0.0.1:${closed}/image.png`, "network", local)
     })
+  )
+})
+
+const withFetcher = <A, E>(
+  options: GuardedFetcherOptions,
+  use: (fetcher: GuardedFetcher["Service"]) => Effect.Effect<A, E>
+) =>
+  Effect.flatMap(Effect.service(GuardedFetcher), use).pipe(
+    Effect.provide(GuardedFetcher.layer({ lookup: fakeResolver(), ...options }))
+  )
+
+const failureOf = <A>(effect: Effect.Effect<A, FetchRefused>) =>
+  Effect.map(Effect.exit(effect), (exit) => {
+    assert.isTrue(Exit.isFailure(exit), "expected a refusal")
+    return (Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined) as FetchRefused
+  })
+
+const streamed = async (body: AsyncIterable<Uint8Array>) => {
+  const chunks: Array<Uint8Array> = []
+  for await (const chunk of body) chunks.push(chunk)
+  return Buffer.concat(chunks)
+}
+
+describe("GuardedFetcher.probe (HEAD)", () => {
+  it.live("answers the final status and media type, redirects followed, any status", () =>
+    withFetcher(local, (fetcher) =>
+      Effect.gen(function* () {
+        const found = yield* fetcher.probe(`${origin}/redirect?to=/typed`, 2_000)
+        assert.deepStrictEqual(found, { status: 200, contentType: "image/png", finalUrl: `${origin}/typed` })
+        const missing = yield* fetcher.probe(`${origin}/nothing`, 2_000)
+        assert.strictEqual(missing.status, 404)
+      })
+    )
+  )
+
+  it.live("applies the address rule to the link and to every redirect", () =>
+    Effect.gen(function* () {
+      const direct = yield* withFetcher({}, (fetcher) => failureOf(fetcher.probe(`${origin}/image.png`, 2_000)))
+      assert.strictEqual(direct.reason, "blocked-address")
+      const hop = yield* withFetcher(local, (fetcher) =>
+        failureOf(fetcher.probe(`${origin}/redirect?to=http://evil.test/x.png`, 2_000))
+      )
+      assert.strictEqual(hop.reason, "blocked-address")
+      assert.include(hop.message, "10.0.0.1")
+    })
+  )
+
+  it.live("gives up after its timeout", () =>
+    withFetcher(local, (fetcher) =>
+      Effect.gen(function* () {
+        const started = Date.now()
+        const error = yield* failureOf(fetcher.probe(`${origin}/hang`, 300))
+        assert.strictEqual(error.reason, "timeout")
+        assert.isBelow(Date.now() - started, 2_000)
+      })
+    )
+  )
+})
+
+describe("GuardedFetcher.open (a body handed over unread)", () => {
+  it.live("streams the whole body of an allowed link, whatever its size limit", () =>
+    withFetcher(local, (fetcher) =>
+      Effect.gen(function* () {
+        const opened = yield* fetcher.open(`${origin}/redirect?to=/big`, {
+          headersTimeoutMs: 2_000,
+          idleTimeoutMs: 2_000
+        })
+        assert.strictEqual(opened.status, 200)
+        assert.strictEqual(opened.finalUrl, `${origin}/big`)
+        const bytes = yield* Effect.promise(() => streamed(opened.body))
+        assert.strictEqual(bytes.length, 64 * 16 * 1024)
+      })
+    )
+  )
+
+  it.live("a trusted origin skips the address rule for that origin only; redirects off it are vetted", () =>
+    withFetcher({}, (fetcher) =>
+      Effect.gen(function* () {
+        const options = { headersTimeoutMs: 2_000, idleTimeoutMs: 2_000, trustedOrigins: [origin] }
+        const opened = yield* fetcher.open(`${origin}/image.png`, options)
+        assert.deepStrictEqual(new Uint8Array(yield* Effect.promise(() => streamed(opened.body))), new Uint8Array(png))
+        const otherPort = yield* failureOf(fetcher.open(`http://127.0.0.1:${port + 1}/image.png`, options))
+        assert.strictEqual(otherPort.reason, "blocked-address")
+        const offOrigin = yield* failureOf(
+          fetcher.open(`${origin}/redirect?to=http://[::ffff:127.0.0.1]:${port}/image.png`, options)
+        )
+        assert.strictEqual(offOrigin.reason, "blocked-address")
+        const untrusted = yield* failureOf(
+          fetcher.open(`${origin}/image.png`, { headersTimeoutMs: 2_000, idleTimeoutMs: 2_000 })
+        )
+        assert.strictEqual(untrusted.reason, "blocked-address")
+      })
+    )
+  )
+
+  it.live("hands over error statuses for the caller to judge", () =>
+    withFetcher(local, (fetcher) =>
+      Effect.gen(function* () {
+        const opened = yield* fetcher.open(`${origin}/nothing`, { headersTimeoutMs: 2_000, idleTimeoutMs: 2_000 })
+        assert.strictEqual(opened.status, 404)
+        assert.strictEqual((yield* Effect.promise(() => streamed(opened.body))).toString(), "not found")
+      })
+    )
   )
 })

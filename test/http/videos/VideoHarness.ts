@@ -45,14 +45,23 @@ export const startVideoHarness = async (
     readonly database?: DatabaseOptions
     readonly video?: Partial<VideoWorkerOptions>
     readonly pollIntervalMs?: number
+    /** Hosts and ranges the guarded fetcher may reach although they are private. */
+    readonly fetchAllowHosts?: ReadonlyArray<string>
+    /**
+     * The host the gateway's config names for the simulator (default its own address, 127.0.0.1). Another name for it
+     * (`localhost`) makes the simulator's video links, which carry its own address, point off the upstream's origin.
+     */
+    readonly upstreamHost?: string
   } = {}
 ): Promise<VideoHarness> => {
   const sim = await startSimulator({ videoMillis: options.videoMillis ?? 300 })
   const dir = mkdtempSync(join(tmpdir(), "tollgate-video-"))
   const configPath = join(dir, "tollgate.yaml")
-  writeFileSync(configPath, videoConfigYaml(sim.baseUrl, options.pollIntervalMs ?? 100))
+  const upstreamBase = options.upstreamHost === undefined ? sim.baseUrl : `http://${options.upstreamHost}:${sim.port}`
+  writeFileSync(configPath, videoConfigYaml(upstreamBase, options.pollIntervalMs ?? 100))
   const gateway = await startTestGateway({
     configPath,
+    ...(options.fetchAllowHosts === undefined ? {} : { fetchAllowHosts: options.fetchAllowHosts }),
     ...(options.database === undefined ? {} : { database: options.database }),
     ...(options.video === undefined ? {} : { video: options.video })
   })

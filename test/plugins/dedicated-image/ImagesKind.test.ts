@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
+import { makeGuardedFetcher } from "../../../src/adapters/fetch/GuardedFetcher.ts"
 import { ImageFetcherService } from "../../../src/plugins/chat-image/ImageInputs.ts"
 import { type ModelPlugin, type PluginModel, pluginShapeProblems } from "../../../src/plugins/ModelPlugin.ts"
 import {
@@ -11,7 +12,7 @@ import {
 import type { UpstreamClient } from "../../../src/adapters/upstream/UpstreamClient.ts"
 
 const client = { request: () => Effect.die("not called") } as unknown as UpstreamClient["Service"]
-const plugins = builtinPlugins(client, () => Effect.die("not called"))
+const plugins = builtinPlugins(client, () => Effect.die("not called"), makeGuardedFetcher())
 const byId = (id: string) => plugins.find((plugin) => plugin.id === id) as ModelPlugin
 
 const model = (id: string): PluginModel => ({

@@ -20,6 +20,7 @@ import type {
   VideoTaskRef,
   VideoUpstreamStatus
 } from "../../../src/plugins/ModelPlugin.ts"
+import { makeGuardedFetcher } from "../../../src/adapters/fetch/GuardedFetcher.ts"
 import { makeVideoPlugin } from "../../../src/plugins/video/VideoPlugin.ts"
 
 let sim: RunningSimulator
@@ -108,7 +109,7 @@ beforeAll(async () => {
   scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(Layer.buildWithScope(UpstreamClient.layer, scope))
   const client = context.mapUnsafe.get(UpstreamClient.key) as UpstreamClient["Service"]
-  plugin = makeVideoPlugin(client, () => Effect.die(new Error("the video plugin must not fetch input links")))
+  plugin = makeVideoPlugin(client, makeGuardedFetcher())
 }, 30_000)
 
 afterAll(async () => {

@@ -10,6 +10,7 @@ import { UpstreamClient } from "../../../src/adapters/upstream/UpstreamClient.ts
 import type { UpstreamConfig } from "../../../src/app/OperatorConfig.ts"
 import { makeModelPricing } from "../../../src/app/config/ModelPricing.ts"
 import type { PluginFailure, PluginModel, VideoCall } from "../../../src/plugins/ModelPlugin.ts"
+import { makeGuardedFetcher } from "../../../src/adapters/fetch/GuardedFetcher.ts"
 import { makeVideoPlugin, videoIdempotencyKey } from "../../../src/plugins/video/VideoPlugin.ts"
 
 let sim: RunningSimulator
@@ -57,7 +58,7 @@ beforeAll(async () => {
   scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(Layer.buildWithScope(UpstreamClient.layer, scope))
   const client = context.mapUnsafe.get(UpstreamClient.key) as UpstreamClient["Service"]
-  plugin = makeVideoPlugin(client, () => Effect.die(new Error("the video plugin must not fetch input links")))
+  plugin = makeVideoPlugin(client, makeGuardedFetcher())
 }, 30_000)
 
 afterAll(async () => {

@@ -11,14 +11,17 @@ import type { UpstreamConfig } from "../../../src/app/OperatorConfig.ts"
 import { makeModelPricing } from "../../../src/app/config/ModelPricing.ts"
 import type { VideoRequest } from "../../../src/domain/video/VideoSpec.ts"
 import type { PluginFailure, PluginModel, VideoTaskRef } from "../../../src/plugins/ModelPlugin.ts"
+import { makeGuardedFetcher } from "../../../src/adapters/fetch/GuardedFetcher.ts"
+import { VIDEO_LINK_REFUSED } from "../../../src/plugins/video/LinkDownload.ts"
 import { makeVideoPlugin } from "../../../src/plugins/video/VideoPlugin.ts"
 import { API_KEY, localServer, upstreamAt } from "../../adapters/upstream/LocalServer.ts"
 
 const provideClient = Effect.provide(UpstreamClient.layer)
 
-const refuseLinks = () => Effect.die(new Error("the video plugin must not fetch input links"))
+const pluginWith = (allowHosts: ReadonlyArray<string>) =>
+  Effect.map(Effect.service(UpstreamClient), (client) => makeVideoPlugin(client, makeGuardedFetcher({ allowHosts })))
 
-const plugin = Effect.map(Effect.service(UpstreamClient), (client) => makeVideoPlugin(client, refuseLinks))
+const plugin = pluginWith([])
 
 const json = (response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
   response.writeHead(status, { "content-type": "application/json", ...headers })
@@ -246,7 +249,8 @@ describe("video plugin: download", () => {
           response.end(payload)
         } else json(response, 403, { error: "signature mismatch" })
       })
-      const video = yield* plugin
+      // The file server stands for a public object store: loopback, so allow-listed.
+      const video = yield* pluginWith(["127.0.0.1"])
       const model = modelOn([upstreamAt("http://127.0.0.1:1/api/v3", { protocol: "ark" })])
       const download = yield* video.download(taskOn(model), `${files.origin}/bucket/clip.mp4?X-Tos-Signature=abc`)
       assert.strictEqual(download.contentType, "video/mp4")
@@ -258,7 +262,35 @@ describe("video plugin: download", () => {
       assert.include(expired.message, "403")
       const notHttp = failureOf(yield* Effect.exit(video.download(taskOn(model), "file:///etc/passwd")))
       assert.strictEqual(notHttp.status, 502)
+      assert.strictEqual(notHttp.code, VIDEO_LINK_REFUSED)
     }).pipe(provideClient)
+  )
+
+  it.live(
+    "goes through the guard: a link to a private address is refused for good, the upstream's origin is trusted",
+    () =>
+      Effect.gen(function* () {
+        const files = yield* localServer((_request, response) => {
+          response.writeHead(200, { "content-type": "video/mp4", "content-length": String(payload.length) })
+          response.end(payload)
+        })
+        const video = yield* plugin
+        const elsewhere = modelOn([upstreamAt("http://127.0.0.1:1/api/v3", { protocol: "ark" })])
+        const refused = failureOf(
+          yield* Effect.exit(video.download(taskOn(elsewhere), `${files.origin}/bucket/clip.mp4`))
+        )
+        assert.strictEqual(refused.code, VIDEO_LINK_REFUSED)
+        assert.match(refused.message, /127\.0\.0\.1 is a loopback address/)
+        for (const link of ["http://169.254.169.254/latest/clip.mp4", "http://[::ffff:10.0.0.1]/clip.mp4"]) {
+          const blocked = failureOf(yield* Effect.exit(video.download(taskOn(elsewhere), link)))
+          assert.strictEqual(blocked.code, VIDEO_LINK_REFUSED, link)
+        }
+        assert.strictEqual(files.requests.length, 0)
+        // A link on the origin of the upstream that handed it out: the operator configured that host.
+        const own = modelOn([upstreamAt(`${files.origin}/api/v3`, { protocol: "ark" })])
+        const download = yield* video.download(taskOn(own), `${files.origin}/bucket/clip.mp4`)
+        assert.isTrue((yield* collect(download.body)).equals(payload))
+      }).pipe(provideClient)
   )
 
   it.live("downloads openai-videos content through the upstream, with its key", () =>

@@ -1,0 +1,98 @@
+/**
+ * What the gateway checks of video input links before it holds anything (spec §2.2: publicly reachable JPG, PNG or
+ * WebP images, MP4 videos). The vendor fetches them, not the gateway, but a link to the gateway's own network must not
+ * leave it: every link goes through the guarded fetcher's address rule (the one image links follow), which a quick HEAD
+ * also puts to the test on every redirect and every address the name resolves to. Where that HEAD answers 2xx, its
+ * content type must be one the spec names.
+ *
+ * A HEAD that cannot say (a timeout, a refused connection, a name that does not resolve here, a 405 or any other
+ * non-2xx, no content type or a generic binary one) does not refuse the link: many object stores and CDNs answer HEAD
+ * badly, and the vendor judges the link itself when it fetches it, failing the task (with a full refund) if it cannot.
+ */
+import { Effect } from "effect"
+import type { FetchRefused, FetchRefusedReason } from "../adapters/fetch/FetchRefused.ts"
+import type { GuardedFetcher } from "../adapters/fetch/GuardedFetcher.ts"
+import type { VideoRequest } from "../domain/video/VideoSpec.ts"
+import { InvalidChatRequest } from "./ChatErrors.ts"
+
+/** How long a submit waits for each link's HEAD (they run side by side). */
+export const VIDEO_LINK_PROBE_MS = 3_000
+
+/** Media types that say nothing about the format: the link is passed on for the vendor to judge. */
+const UNSPECIFIC_TYPES = new Set(["", "application/octet-stream", "binary/octet-stream"])
+
+interface LinkFormat {
+  readonly field: "images" | "videos"
+  readonly types: ReadonlySet<string>
+  readonly expected: string
+}
+
+const IMAGE_FORMAT: LinkFormat = {
+  field: "images",
+  // `image/jpg` is not registered, but servers send it for JPEG files.
+  types: new Set(["image/jpeg", "image/jpg", "image/png", "image/webp"]),
+  expected: "a JPG, PNG or WebP image (image/jpeg, image/png or image/webp)"
+}
+
+const VIDEO_FORMAT: LinkFormat = {
+  field: "videos",
+  types: new Set(["video/mp4"]),
+  expected: "an MP4 video (video/mp4)"
+}
+
+/** Refusals that are about the link itself, not about whether its server answered. */
+const REFUSED_LINK: ReadonlySet<FetchRefusedReason> = new Set([
+  "invalid-url",
+  "scheme",
+  "credentials",
+  "blocked-host",
+  "blocked-address"
+])
+
+/** Why the link is refused, or undefined when it passes (or its HEAD could not tell). */
+const verdict = (
+  fetcher: GuardedFetcher["Service"],
+  format: LinkFormat,
+  link: string
+): Effect.Effect<string | undefined> =>
+  fetcher.probe(link, VIDEO_LINK_PROBE_MS).pipe(
+    Effect.map((probed) =>
+      probed.status >= 200 && probed.status < 300 && !UNSPECIFIC_TYPES.has(probed.contentType)
+        ? format.types.has(probed.contentType)
+          ? undefined
+          : `the link serves ${probed.contentType}, not ${format.expected}`
+        : undefined
+    ),
+    Effect.catch((refused: FetchRefused) =>
+      Effect.succeed(
+        REFUSED_LINK.has(refused.reason) ? `${refused.detail}; video inputs must be publicly reachable URLs` : undefined
+      )
+    )
+  )
+
+/**
+ * Checks every image and clip link of a request side by side; fails with the first refused one in request order,
+ * naming it (`metadata.images[1]`).
+ */
+export const checkVideoInputLinks = (
+  fetcher: GuardedFetcher["Service"],
+  request: Pick<VideoRequest, "images" | "videos">
+): Effect.Effect<void, InvalidChatRequest> => {
+  const links = [
+    ...request.images.map((link, index) => ({ format: IMAGE_FORMAT, link, index })),
+    ...request.videos.map((link, index) => ({ format: VIDEO_FORMAT, link, index }))
+  ]
+  if (links.length === 0) return Effect.void
+  return Effect.gen(function* () {
+    const verdicts = yield* Effect.forEach(links, ({ format, link }) => verdict(fetcher, format, link), {
+      concurrency: "unbounded"
+    })
+    const refused = verdicts.findIndex((message) => message !== undefined)
+    if (refused < 0) return
+    const { format, index } = links[refused]!
+    return yield* new InvalidChatRequest({
+      param: `metadata.${format.field}[${index}]`,
+      message: verdicts[refused]!
+    })
+  })
+}
