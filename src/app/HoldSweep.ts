@@ -37,6 +37,9 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** Starts the lease renewals and the periodic sweep in the current scope; returns the sweep for direct calls. */
+/** Resolved leases nobody deleted (their instance crashed between the two) are cleaned up every this many sweeps. */
+const LEASE_CLEANUP_EVERY_SWEEPS = 20
+
 export const makeHoldSweep = (deps: {
   readonly sql: SqlClient.SqlClient
   readonly live: LiveHolds
@@ -51,19 +54,24 @@ export const makeHoldSweep = (deps: {
     const { sql, live, submit, health, options } = deps
     const { renewMillis, leaseMillis } = leaseTimings(options)
 
+    // Wakes only while there is lease work: an idle instance does not tick every interval.
     yield* Effect.gen(function* () {
+      yield* live.busy.await
+      yield* Effect.sleep(renewMillis)
       const nowMs = yield* Clock.currentTimeMillis
       const renewals = live.renewals(nowMs, renewMillis)
       const gone = live.takeEnded()
-      if (renewals.length === 0 && gone.length === 0) return
-      yield* writeLeases(sql, renewals, gone, new Date(nowMs), new Date(nowMs + leaseMillis)).pipe(
-        Effect.catch((error) =>
-          Effect.sync(() => {
-            health.troubleAt = nowMs
-          }).pipe(Effect.andThen(Effect.logWarning("hold lease renewal failed", error.message)))
+      if (renewals.length > 0 || gone.length > 0) {
+        yield* writeLeases(sql, renewals, gone, new Date(nowMs), new Date(nowMs + leaseMillis)).pipe(
+          Effect.catch((error) =>
+            Effect.sync(() => {
+              health.troubleAt = nowMs
+            }).pipe(Effect.andThen(Effect.logWarning("hold lease renewal failed", error.message)))
+          )
         )
-      )
-    }).pipe(Effect.repeat(Schedule.spaced(renewMillis)), Effect.forkScoped)
+      }
+      live.idleUnsafe()
+    }).pipe(Effect.forever, Effect.forkScoped)
 
     /** One hold whose request is gone: settled at its recorded progress, or released. */
     const resolveOrphan = (hold: { hold_id: string; account_id: string; cost: string; usage: unknown }, at: string) => {
@@ -86,6 +94,7 @@ export const makeHoldSweep = (deps: {
           )
     }
 
+    let sweeps = 0
     const sweepExpiredHolds = Effect.gen(function* () {
       const now = new Date(yield* Clock.currentTimeMillis)
       const orphans = yield* orphanHolds(sql, now, SWEEP_LIMIT).pipe(
@@ -96,7 +105,12 @@ export const makeHoldSweep = (deps: {
         (hold) => resolveOrphan(hold, now.toISOString()),
         { concurrency: "unbounded" }
       )
-      yield* dropResolvedLeases(sql).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeUnavailable(e))))
+      // Leases of holds resolved here are deleted by the renewal loop; those left by a crashed instance only once
+      // the sweep resolved its holds, or (for a crash between a resolution and its lease's deletion) now and then.
+      sweeps += 1
+      if (orphans.length > 0 || sweeps % LEASE_CLEANUP_EVERY_SWEEPS === 0) {
+        yield* dropResolvedLeases(sql).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeUnavailable(e))))
+      }
       // A hold resolved meanwhile is rejected as not pending: it was resolved exactly once, by someone else.
       return results.filter((d) => d._tag === "Accepted").length
     }).pipe(Effect.withSpan("Ledger.sweepExpiredHolds"))

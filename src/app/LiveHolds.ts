@@ -5,6 +5,7 @@
  * delivered so far, so the sweep can tell a hold whose request is gone (no lease, or a lapsed one) from one that is
  * still in use, on this instance or any other. Calls shorter than the interval never write a lease.
  */
+import { Latch } from "effect"
 import type { Micros } from "../domain/Money.ts"
 
 /** What a request has delivered so far, priced: what its hold is settled at if the process dies now. */
@@ -32,11 +33,25 @@ export class LiveHolds {
   readonly #entries = new Map<string, Entry>()
   /** Holds that ended with a lease row, whose row is to be deleted. */
   #ended: Array<string> = []
+  /**
+   * Open while there is lease work (a live hold, or an ended hold's row to delete): the renewal loop waits on it
+   * instead of waking every interval on an idle instance (or, under a test clock, hundreds of thousands of times
+   * for a simulated week).
+   */
+  readonly busy: Latch.Latch = Latch.makeUnsafe(false)
 
   add(holdId: string, accountId: string, nowMs: number): void {
     if (!this.#entries.has(holdId)) {
       this.#entries.set(holdId, { accountId, since: nowMs, progress: undefined, leased: false })
+      this.busy.openUnsafe()
     }
+  }
+
+  /** Closes `busy` when nothing is live and no ended lease waits for deletion; true when it did. */
+  idleUnsafe(): boolean {
+    if (this.#entries.size > 0 || this.#ended.length > 0) return false
+    this.busy.closeUnsafe()
+    return true
   }
 
   /** `progress` is read at each renewal; the latest registration wins. Ignored for a hold that is not live. */
