@@ -48,7 +48,9 @@ const services = (contentDir = join(dir, `content-${randomUUID()}`), config = co
     maxBodyBytes: 1024 * 1024,
     configPath: config,
     contentDir,
-    video: { enabled: false }
+    video: { enabled: false },
+    // Tests here jump the clock by days: the ledger's hold sweep (a query every 15 s by default) is not under test.
+    ledger: { sweepIntervalMillis: 3_600_000 }
   })
 
 const request = (prompt: string): VideoRequest => ({
