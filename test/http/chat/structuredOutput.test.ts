@@ -132,6 +132,41 @@ describe.each(SIM_MODELS)("structured output through the gateway on %s", (model)
     assertMatchesSchema(recipe, use.input)
   })
 
+  it("Anthropic's beta output_format (older SDKs) is honoured on every upstream", async () => {
+    const request = {
+      model,
+      max_tokens: 1024,
+      messages: [{ role: "user", content: PROMPT }],
+      output_format: { type: "json_schema", schema: recipe }
+    }
+    const body = JSON.parse(await okText(await post("/v1/messages", request)))
+    assertMatchesSchema(recipe, JSON.parse(body.content.find((block: Wire) => block.type === "text").text))
+  })
+
+  it("Gemini responseSchema in Google's OpenAPI spelling (OBJECT, nullable), and JSON mode without a schema", async () => {
+    const schema = {
+      type: "OBJECT",
+      properties: { title: { type: "STRING" }, servings: { type: "INTEGER", nullable: true } },
+      required: ["title", "servings"]
+    }
+    const typed = {
+      contents: [{ role: "user", parts: [{ text: "A pancake recipe" }] }],
+      generationConfig: { responseMimeType: "application/json", responseSchema: schema }
+    }
+    const body = JSON.parse(await okText(await post(`/v1beta/models/${model}:generateContent`, typed)))
+    const value = JSON.parse(body.candidates[0].content.parts[0].text)
+    assert.isString(value.title)
+    assert.isTrue(value.servings === null || Number.isInteger(value.servings), JSON.stringify(value))
+    // No schema and no word "JSON" in the prompt: OpenAI would refuse json_object; the gateway says it for the client.
+    const bare = {
+      contents: [{ role: "user", parts: [{ text: "A pancake recipe" }] }],
+      generationConfig: { responseMimeType: "application/json" }
+    }
+    const plain = JSON.parse(await okText(await post(`/v1beta/models/${model}:generateContent`, bare)))
+    const object = JSON.parse(plain.candidates[0].content.parts[0].text)
+    assert.isTrue(typeof object === "object" && object !== null && !Array.isArray(object))
+  })
+
   it("Gemini responseMimeType with responseJsonSchema, JSON and streamed", async () => {
     const request = {
       contents: [{ role: "user", parts: [{ text: PROMPT }] }],

@@ -355,7 +355,8 @@ export const anthropicRequestToIR = (body: unknown): Converted<ChatRequest> => {
   if (Result.isFailure(disableParallel)) return Result.fail(disableParallel.failure)
   const choice = toolChoiceOf(body.tool_choice)
   const outputConfig = asRecord(body.output_config)
-  const format = asRecord(outputConfig.format)
+  // `output_format` is the structured-outputs beta's spelling (older SDKs send it), `output_config.format` the GA one.
+  const format = asRecord(outputConfig.format ?? body.output_format)
   const responseFormat: ResponseFormat | undefined =
     format.type === "json_schema"
       ? { type: "json_schema", schema: isRecord(format.schema) ? format.schema : {} }

@@ -23,6 +23,7 @@
  *   become `refusal`, `MALFORMED_FUNCTION_CALL`-style ones `error`; a blocked prompt (no candidates) is a `refusal`.
  * - IR → Gemini response: redacted thinking and other vendors' thinking signatures are dropped.
  */
+import { geminiSchemaToJsonSchema } from "./geminiSchema.ts"
 import { Result } from "effect"
 import type {
   AssistantPart,
@@ -395,19 +396,30 @@ export const geminiRequestToIR = (body: unknown, context: GeminiRequestContext):
   const tools = asArray(body.tools).flatMap((t) =>
     asArray(field(asRecord(t), "functionDeclarations")).map((d): ToolDefinition => {
       const declaration = asRecord(d)
-      const schema = field(declaration, "parametersJsonSchema") ?? declaration.parameters
+      const jsonSchema = field(declaration, "parametersJsonSchema")
+      const schema = isRecord(jsonSchema)
+        ? jsonSchema
+        : isRecord(declaration.parameters)
+          ? geminiSchemaToJsonSchema(declaration.parameters)
+          : undefined
       return compact({
         name: asString(declaration.name) ?? "",
         description: asString(declaration.description),
-        parameters: isRecord(schema) ? schema : { type: "object", properties: {} }
+        parameters: schema ?? { type: "object", properties: {} }
       })
     })
   )
   const json = field(config, "responseMimeType") === "application/json"
-  const schema = field(config, "responseJsonSchema") ?? field(config, "responseSchema")
+  const jsonSchema = field(config, "responseJsonSchema")
+  const openApiSchema = field(config, "responseSchema")
+  const schema = isRecord(jsonSchema)
+    ? jsonSchema
+    : isRecord(openApiSchema)
+      ? geminiSchemaToJsonSchema(openApiSchema)
+      : undefined
   const responseFormat: ResponseFormat | undefined = !json
     ? undefined
-    : isRecord(schema)
+    : schema !== undefined
       ? { type: "json_schema", schema }
       : { type: "json_object" }
   const stop = asArray(field(config, "stopSequences")).filter((s): s is string => typeof s === "string")

@@ -519,11 +519,27 @@ const effortOf = (request: ChatRequest): string | undefined => {
   return reasoning.thinking?.type === "enabled" ? effortFromBudget(reasoning.thinking.budgetTokens) : undefined
 }
 
+export const JSON_OBJECT_INSTRUCTION = "Respond only with a single valid JSON object."
+
+export const mentionsJson = (request: ChatRequest): boolean => {
+  const says = (text: string) => /json/i.test(text)
+  if (request.system.some((part) => says(part.text))) return true
+  return request.messages.some((message) =>
+    message.content.some((part) => (part.type === "text" ? says(part.text) : false))
+  )
+}
+
 export const irToOpenAIRequest = (request: ChatRequest, options: OpenAIRequestOptions = {}): Converted<JsonRecord> => {
   const reasoningField = options.reasoningField ?? "reasoning_content"
   const messages: Array<JsonRecord> = []
-  if (request.system.length > 0) {
-    messages.push({ role: options.systemRole ?? "system", content: textContent(request.system) })
+  // OpenAI refuses `json_object` unless a message says "json"; Gemini's JSON mode and Anthropic's JSON instruction
+  // carry no such word, so a converted request says it in its system message.
+  const system =
+    request.responseFormat?.type === "json_object" && !mentionsJson(request)
+      ? [...request.system, { type: "text" as const, text: JSON_OBJECT_INSTRUCTION }]
+      : request.system
+  if (system.length > 0) {
+    messages.push({ role: options.systemRole ?? "system", content: textContent(system) })
   }
   for (const message of request.messages) {
     if (message.role === "user") messages.push({ role: "user", content: userContent(message.content) })

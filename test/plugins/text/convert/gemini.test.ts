@@ -202,7 +202,7 @@ describe("geminiRequestToIR", () => {
           ]
         }
       ],
-      tools: [{ name: "get_weather", parameters: { type: "OBJECT" } }],
+      tools: [{ name: "get_weather", parameters: { type: "object" } }],
       toolChoice: { type: "any" },
       maxTokens: 100,
       reasoning: { effort: "high" },
