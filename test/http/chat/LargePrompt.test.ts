@@ -134,7 +134,9 @@ describe("a large prompt on the default gateway", () => {
   ] as const
 
   for (const { name, ...request } of cases) {
-    it(name, { timeout: 30_000 }, async () => {
+    // Retried: on a shared 2-core CI machine another test file's process can take the core for a moment and delay
+    // one health answer past 100 ms; a gateway the big prompt blocks misses the bound by seconds, on every attempt.
+    it(name, { timeout: 30_000, retry: 2 }, async () => {
       const outcome = await send(gateway, key, request)
       assert.strictEqual(outcome.status, 200, outcome.reply)
       assert.isAbove(outcome.latencies.length, 0)
