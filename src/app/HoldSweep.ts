@@ -36,10 +36,10 @@ const SWEEP_LIMIT = 5_000
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** Starts the lease renewals and the periodic sweep in the current scope; returns the sweep for direct calls. */
 /** Resolved leases nobody deleted (their instance crashed between the two) are cleaned up every this many sweeps. */
 const LEASE_CLEANUP_EVERY_SWEEPS = 20
 
+/** Starts the lease renewals and the periodic sweep in the current scope; returns the sweep for direct calls. */
 export const makeHoldSweep = (deps: {
   readonly sql: SqlClient.SqlClient
   readonly live: LiveHolds
