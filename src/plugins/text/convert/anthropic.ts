@@ -42,7 +42,18 @@ import type {
   UserPart
 } from "./ChatIR.ts"
 import { checkToolPairing, convertError, optionalFlag } from "./ChatIR.ts"
-import { asArray, asCount, asNumber, asRecord, asString, compact, isRecord, type JsonRecord, label } from "./json.ts"
+import {
+  asArray,
+  asCount,
+  asNumber,
+  asRecord,
+  asString,
+  compact,
+  isRecord,
+  JSON_OBJECT_INSTRUCTION,
+  type JsonRecord,
+  label
+} from "./json.ts"
 import { clientSignature, packToolId, readSignature, syntheticSignature, unpackToolId } from "./thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./toolId.ts"
 
@@ -64,8 +75,6 @@ export const EFFORT_BUDGETS: Readonly<Record<string, number>> = {
 }
 
 const MIN_THINKING_BUDGET = 1024
-const JSON_OBJECT_INSTRUCTION = "Respond only with a single valid JSON object."
-
 const KNOWN_STOP_REASONS = new Set([
   "end_turn",
   "max_tokens",

@@ -4,6 +4,7 @@
  * output. OpenAI and Anthropic refuse those spellings, so the IR holds JSON Schema: this turns the subset into it.
  * The `…JsonSchema` fields (`responseJsonSchema`, `parametersJsonSchema`) are JSON Schema already and pass unchanged.
  */
+import { isRecord } from "./json.ts"
 
 const TYPES: Readonly<Record<string, string>> = {
   STRING: "string",
@@ -17,9 +18,6 @@ const TYPES: Readonly<Record<string, string>> = {
 
 /** Keywords of Gemini's subset that JSON Schema has no use for (and strict validators refuse). */
 const DROPPED = new Set(["nullable", "propertyOrdering", "example"])
-
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const typeOf = (raw: unknown): string | undefined => {
   if (typeof raw !== "string") return undefined

@@ -76,3 +76,6 @@ export const compact = <A extends Record<string, unknown>>(record: A): A => {
 
 /** A value for an error message; never calls a user-controlled `toString`. */
 export const label = (u: unknown): string => (typeof u === "string" ? u : u === null ? "null" : typeof u)
+
+/** The system line that asks for a JSON object where a target has no schema-less JSON mode of its own. */
+export const JSON_OBJECT_INSTRUCTION = "Respond only with a single valid JSON object."

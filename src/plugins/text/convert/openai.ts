@@ -56,6 +56,7 @@ import {
   compact,
   label,
   isRecord,
+  JSON_OBJECT_INSTRUCTION,
   type JsonRecord,
   parseJsonObject
 } from "./json.ts"
@@ -518,8 +519,6 @@ const effortOf = (request: ChatRequest): string | undefined => {
   if (reasoning.effort !== undefined) return reasoning.effort
   return reasoning.thinking?.type === "enabled" ? effortFromBudget(reasoning.thinking.budgetTokens) : undefined
 }
-
-export const JSON_OBJECT_INSTRUCTION = "Respond only with a single valid JSON object."
 
 export const mentionsJson = (request: ChatRequest): boolean => {
   const says = (text: string) => /json/i.test(text)

@@ -14,12 +14,12 @@ import {
 } from "../../../../src/plugins/text/convert/gemini.ts"
 import {
   irToOpenAIRequest,
-  JSON_OBJECT_INSTRUCTION,
   mentionsJson,
   irToOpenAIResponse,
   openAIRequestToIR,
   openAIResponseToIR
 } from "../../../../src/plugins/text/convert/openai.ts"
+import { JSON_OBJECT_INSTRUCTION } from "../../../../src/plugins/text/convert/json.ts"
 import {
   anthropicRequest,
   anthropicResponse,
