@@ -37,12 +37,13 @@ export const releaseReason = (exit: Exit.Exit<unknown, PluginFailure>) => {
 }
 
 /**
- * A catalog model for an endpoint of `kind`: unknown → 404, outside the key's list → 403, another kind → 400 naming
- * the endpoint that was `called` (`POST /v1/embeddings`) and the one that serves the model.
+ * A catalog model for an endpoint of `kind` (or of any of several kinds, as Gemini's `countTokens` takes chat and
+ * embeddings models): unknown → 404, outside the key's list → 403, another kind → 400 naming the endpoint that was
+ * `called` (`POST /v1/embeddings`) and the one that serves the model.
  */
 export const resolveModel = <K extends ResolvedModel["kind"]>(
   registry: PluginRegistry["Service"],
-  kind: K,
+  kind: K | ReadonlyArray<K>,
   modelId: string,
   key: AuthenticatedKey,
   called: string
@@ -51,7 +52,7 @@ export const resolveModel = <K extends ResolvedModel["kind"]>(
     const entry = registry.resolve(modelId)
     if (entry === undefined) return yield* new ModelNotFound({ model: modelId })
     if (key.models !== null && !key.models.includes(modelId)) return yield* new ModelNotAllowed({ model: modelId })
-    if (entry.kind !== kind) {
+    if (typeof kind === "string" ? entry.kind !== kind : !(kind as ReadonlyArray<string>).includes(entry.kind)) {
       return yield* new InvalidChatRequest({ param: "model", message: wrongEndpointMessage(modelId, entry, called) })
     }
     return entry as Extract<ResolvedModel, { readonly kind: K }>

@@ -8,13 +8,12 @@
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { finishTally, tallyGeminiContents } from "../adapters/tokenizer/Tokenizer.ts"
-import { InvalidChatRequest, ModelNotAllowed, ModelNotFound } from "../app/ChatErrors.ts"
 import { EmbeddingsGateway } from "../app/EmbeddingsGateway.ts"
 import { resolveModel } from "../app/HeldCall.ts"
 import type { AuthenticatedKey } from "../app/Keys.ts"
 import { noteModel } from "../app/RequestTelemetry.ts"
 import type { EmbeddingsRequest } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry, type ResolvedModel, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
+import { PluginRegistry } from "../plugins/PluginRegistry.ts"
 import { type ApiError, badRequest, notFound } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
 import { gemini as generateContent } from "./ChatApi.ts"
@@ -73,15 +72,13 @@ const sameModel = (value: unknown, pathModel: string, at: string): Effect.Effect
 /** Chat models (any upstream protocol) and embeddings models can have their prompt counted. */
 const requireCountable = (pathModel: string, key: AuthenticatedKey) =>
   Effect.gen(function* () {
-    const entry = (yield* PluginRegistry).resolve(pathModel)
-    if (entry === undefined) return yield* new ModelNotFound({ model: pathModel })
-    if (key.models !== null && !key.models.includes(pathModel)) return yield* new ModelNotAllowed({ model: pathModel })
-    if (entry.kind !== "chat" && entry.kind !== "embeddings") {
-      return yield* new InvalidChatRequest({
-        param: "model",
-        message: wrongEndpointMessage(pathModel, entry, `POST /v1beta/models/${pathModel}:countTokens`)
-      })
-    }
+    yield* resolveModel(
+      yield* PluginRegistry,
+      ["chat", "embeddings"],
+      pathModel,
+      key,
+      `POST /v1beta/models/${pathModel}:countTokens`
+    )
   })
 
 /** `contents`: Content objects whose `parts`, when given, is an array and whose role is Gemini's. */
