@@ -49,8 +49,8 @@ import * as GeminiApi from "./http/GeminiApi.ts"
 import * as ImagesApi from "./http/ImagesApi.ts"
 import { ImageFetcherService } from "./plugins/chat-image/ImageInputs.ts"
 import { GuardedFetcher, type GuardedFetcherOptions } from "./adapters/fetch/GuardedFetcher.ts"
-import * as DefaultCatalog from "./plugins/DefaultCatalog.ts"
-import * as PluginRegistry from "./plugins/PluginRegistry.ts"
+import * as DefaultCatalog from "./adapters/simulator/DefaultCatalog.ts"
+import * as PluginsLayer from "./PluginsLayer.ts"
 import * as PublicApi from "./http/PublicApi.ts"
 import { HttpSettings, unroutableLayer } from "./http/Route.ts"
 import { AuthThrottle, type AuthThrottleOptions, defaultAuthThrottleOptions } from "./http/AuthThrottle.ts"
@@ -91,7 +91,7 @@ const operatorConfigLayer = (
 ): Layer.Layer<OperatorConfig, OperatorConfigError | SimulatorStartError> =>
   configPath === undefined
     ? DefaultCatalog.layer
-    : OperatorConfig.layerFromFile(configPath).pipe(Layer.provide(NodeServices.layer))
+    : OperatorConfig.layerFromFile(configPath, PluginsLayer.builtinPriceKeys).pipe(Layer.provide(NodeServices.layer))
 
 /** Every service the HTTP layer needs, over the chosen store. */
 export const servicesLayer = (options: AppOptions) => {
@@ -127,7 +127,7 @@ export const servicesLayer = (options: AppOptions) => {
   const countedLedger = RateLimitTokens.layer.pipe(Layer.provide(Layer.merge(ledger, rateLimiter)))
   // One guarded fetcher for every URL the gateway did not choose: image links, video input links, video results.
   const guarded = GuardedFetcher.layer(options.imageFetch ?? {})
-  const registry = PluginRegistry.layerFrom((id) =>
+  const registry = PluginsLayer.layerFrom((id) =>
     options.configPath === undefined ? DefaultCatalog.SIMULATOR_OWNER : `tollgate:${id.split("-")[0]}`
   ).pipe(
     Layer.provideMerge(UpstreamClient.layer),

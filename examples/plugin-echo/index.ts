@@ -6,25 +6,20 @@
  * It needs no upstream (the operator config still requires one to be named, see README.md) and is deterministic, which
  * makes it a fixture for the gateway's own tests as well as a template for real plugins.
  *
- * Runtime imports: `effect` only. Everything from Tollgate is a type.
+ * Runtime imports: `effect` only. Everything from Tollgate is a type, from `@tollgate/plugin-spec` (chat, v1).
  */
 import { Clock, Effect } from "effect"
 import type {
   ChatCall,
   ChatPlugin,
   ChatReply,
-  PLUGIN_SPECIFICATION,
+  ChatRequest,
+  Micros,
   PluginFailure,
   PluginModel,
-  SseFrame
-} from "../../src/plugins/ModelPlugin.ts"
-
-type ChatRequest = ChatCall["request"]
-type Usage = Parameters<ChatPlugin["pricing"]["price"]>[0]
-type Micros = ReturnType<ChatPlugin["pricing"]["price"]>
-
-/** The contract version this module implements; the gateway refuses a module that declares another. */
-const SPECIFICATION: typeof PLUGIN_SPECIFICATION = "tollgate.plugin/v1"
+  SseFrame,
+  Usage
+} from "@tollgate/plugin-spec/chat"
 
 export const ECHO_PLUGIN_ID = "echo"
 
@@ -94,7 +89,11 @@ export const echoPricing: ChatPlugin["pricing"] = {
 // ---------------------------------------------------------------------------------------------------------------------
 // The reply, in OpenAI's chat-completion dialect.
 
-const failure = (status: number, message: string): PluginFailure => ({ _tag: "PluginFailure", status, message })
+const failure = (reason: PluginFailure["reason"], message: string): PluginFailure => ({
+  _tag: "PluginFailure",
+  reason,
+  message
+})
 
 const openAIUsage = (inputTokens: number, outputTokens: number) => ({
   prompt_tokens: inputTokens,
@@ -123,7 +122,7 @@ const framesUntilAborted = (frames: ReadonlyArray<SseFrame>, signal: AbortSignal
 
 const invoke = (call: ChatCall): Effect.Effect<ChatReply, PluginFailure> =>
   Effect.gen(function* () {
-    if (call.signal.aborted) return yield* Effect.fail(failure(499, "the request was cancelled"))
+    if (call.signal.aborted) return yield* Effect.fail(failure("cancelled", "the request was cancelled"))
     const { request, model } = call
     const { words, truncated } = echoReply(request, model)
     const text = words.join(" ")
@@ -176,7 +175,7 @@ const invoke = (call: ChatCall): Effect.Effect<ChatReply, PluginFailure> =>
   })
 
 export const echoPlugin: ChatPlugin = {
-  specification: SPECIFICATION,
+  specificationVersion: "v1",
   id: ECHO_PLUGIN_ID,
   family: "echo",
   kind: "chat",

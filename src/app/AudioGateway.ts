@@ -21,7 +21,7 @@ import {
   type TranscriptionReply,
   type TranscriptionRequest
 } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry } from "../plugins/PluginRegistry.ts"
+import { PluginRegistry } from "./PluginRegistry.ts"
 import { upstreamFailed } from "./ChatErrors.ts"
 import { callUnderHold, type HeldCallError, placeHoldFor, releaseReason, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
@@ -129,9 +129,10 @@ export class AudioGateway extends Context.Service<
           const first = yield* Effect.tryPromise({
             // Edge: the plugin's body is a promise-based AsyncIterator.
             try: () => iterator.next(),
-            catch: () => pluginFailure(502, "the upstream audio stream failed before its first byte")
+            catch: () => pluginFailure("unavailable", "the upstream audio stream failed before its first byte")
           })
-          if (first.done === true) return yield* Effect.fail(pluginFailure(502, "the upstream answered without audio"))
+          if (first.done === true)
+            return yield* Effect.fail(pluginFailure("unavailable", "the upstream answered without audio"))
           return { reply, iterator, first: first.value }
         })
         // Uninterruptible from the hold's commit until its release is attached (as in callUnderHold): a client that

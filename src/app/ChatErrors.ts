@@ -1,4 +1,5 @@
 /** Why a chat call was refused before or by its upstream. src/http picks the status and envelope. */
+import type { PluginFailure } from "@tollgate/plugin-spec"
 import { Schema } from "effect"
 
 export class ModelNotFound extends Schema.TaggedError<ModelNotFound>()("ModelNotFound", { model: Schema.String }) {}
@@ -13,23 +14,30 @@ export class InvalidChatRequest extends Schema.TaggedError<InvalidChatRequest>()
   message: Schema.String
 }) {}
 
-/** The upstream (or a plugin) refused or failed; nothing was charged. `code` is for the client (`moderation_blocked`). */
+/**
+ * The upstream (or a plugin) refused or failed; nothing was charged. `reason` is the plugin spec's failure reason, which
+ * src/http maps to a status; `code` is for the client (`moderation_blocked`).
+ */
 export class UpstreamFailed extends Schema.TaggedError<UpstreamFailed>()("UpstreamFailed", {
-  status: Schema.Number,
+  reason: Schema.Literals([
+    "invalid_request",
+    "rate_limited",
+    "overloaded",
+    "unavailable",
+    "timeout",
+    "not_found",
+    "cancelled",
+    "misconfigured"
+  ]),
   message: Schema.String,
   code: Schema.optional(Schema.NullOr(Schema.String)),
   retryAfterSeconds: Schema.optional(Schema.Number)
 }) {}
 
 /** The client-facing error for a plugin's failure. */
-export const upstreamFailed = (failure: {
-  readonly status: number
-  readonly message: string
-  readonly code?: string | undefined
-  readonly retryAfterSeconds?: number | undefined
-}): UpstreamFailed =>
+export const upstreamFailed = (failure: PluginFailure): UpstreamFailed =>
   new UpstreamFailed({
-    status: failure.status,
+    reason: failure.reason,
     message: failure.message,
     code: failure.code ?? null,
     ...(failure.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: failure.retryAfterSeconds })

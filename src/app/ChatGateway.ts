@@ -14,15 +14,8 @@ import {
   tallyGeminiContents,
   tallyOpenAIChat
 } from "../adapters/tokenizer/Tokenizer.ts"
-import type {
-  ChatPlugin,
-  ChatReply,
-  ClientDialect,
-  PluginFailure,
-  PluginModel,
-  SseFrame
-} from "../plugins/ModelPlugin.ts"
-import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
+import type { ChatPlugin, ChatReply, Dialect, PluginFailure, PluginModel, SseFrame } from "../plugins/ModelPlugin.ts"
+import { PluginRegistry, wrongEndpointMessage } from "./PluginRegistry.ts"
 import {
   anthropicRequestToIR,
   anthropicResponseToIR,
@@ -51,7 +44,7 @@ import { CurrentTelemetry } from "./RequestTelemetry.ts"
 import { traced } from "./Traced.ts"
 
 export interface ChatInput {
-  readonly dialect: ClientDialect
+  readonly dialect: Dialect
   readonly body: Readonly<Record<string, unknown>>
   /** Gemini carries the model and streaming in the URL, not the body. */
   readonly pathModel?: string
@@ -123,7 +116,7 @@ const responseToIR = (dialect: ChatReply["dialect"], body: unknown, fallbackId: 
   }
 }
 
-const encodeResponse = (dialect: ClientDialect, response: ChatResponse, created: number): unknown => {
+const encodeResponse = (dialect: Dialect, response: ChatResponse, created: number): unknown => {
   switch (dialect) {
     case "openai":
       return irToOpenAIResponse(response, { created })
@@ -318,7 +311,7 @@ export class ChatGateway extends Context.Service<
           if (Result.isFailure(ir)) {
             yield* ledger.release(input.key.accountId, holdId, "failed")
             return yield* new UpstreamFailed({
-              status: 502,
+              reason: "unavailable",
               message: "the upstream sent a response the gateway cannot read"
             })
           }

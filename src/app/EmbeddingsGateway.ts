@@ -7,7 +7,7 @@
 import { Context, Effect, Layer } from "effect"
 import { countText, finishTally, tallyTexts } from "../adapters/tokenizer/Tokenizer.ts"
 import type { EmbeddingInput, EmbeddingsReply, EmbeddingsRequest } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry } from "../plugins/PluginRegistry.ts"
+import { PluginRegistry } from "./PluginRegistry.ts"
 import { UpstreamFailed } from "./ChatErrors.ts"
 import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
@@ -68,7 +68,7 @@ export class EmbeddingsGateway extends Context.Service<
           // A reply the client cannot match to its inputs is not delivered: nothing is charged for it.
           yield* ledger.release(input.key.accountId, holdId, "failed")
           return yield* new UpstreamFailed({
-            status: 502,
+            reason: "unavailable",
             message: `the upstream returned ${reply.vectors.length} embeddings for ${input.request.inputs.length} inputs`
           })
         }

@@ -6,7 +6,7 @@
  */
 import { Effect, Exit } from "effect"
 import type { PluginFailure } from "../plugins/ModelPlugin.ts"
-import { type PluginRegistry, type ResolvedModel, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
+import { type PluginRegistry, type ResolvedModel, wrongEndpointMessage } from "./PluginRegistry.ts"
 import type { UpstreamFailed } from "./ChatErrors.ts"
 import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, upstreamFailed } from "./ChatErrors.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
@@ -25,14 +25,7 @@ export type HeldCallError = ModelRefused | UpstreamFailed | LedgerRejected | Sto
 export const releaseReason = (exit: Exit.Exit<unknown, PluginFailure>) => {
   if (Exit.hasInterrupts(exit)) return "cancelled" as const
   const failure = Exit.findErrorOption(exit)
-  if (
-    failure._tag === "Some" &&
-    failure.value.status >= 400 &&
-    failure.value.status < 500 &&
-    failure.value.status !== 429
-  ) {
-    return "rejected" as const
-  }
+  if (failure._tag === "Some" && failure.value.reason === "invalid_request") return "rejected" as const
   return "failed" as const
 }
 

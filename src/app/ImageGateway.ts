@@ -8,7 +8,7 @@
 import { Context, Effect, Layer } from "effect"
 import { countText } from "../adapters/tokenizer/Tokenizer.ts"
 import type { ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry } from "../plugins/PluginRegistry.ts"
+import { PluginRegistry } from "./PluginRegistry.ts"
 import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"

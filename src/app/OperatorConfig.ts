@@ -3,73 +3,19 @@
  * models with their prices, plugins, ledger and video settings. It is validated once at start and every problem is
  * reported as `path: message`; API keys come from `${VAR}` references and are kept `Redacted`.
  */
-import type { RateLimits } from "../domain/keys/RateLimits.ts"
-import { Config, Context, Effect, FileSystem, Layer, Option, Path, type Redacted, Result, Schema } from "effect"
+import { Config, Context, Effect, FileSystem, Layer, Option, Path, Result, Schema } from "effect"
 import { parseDocument } from "yaml"
 
 import { decodeOperatorConfig } from "./config/decodeOperatorConfig.ts"
 import { referencedVariables } from "./config/expandEnv.ts"
-import { BuiltinPluginPricing, type ModelPricing, type PluginPriceKeys, pricingIssues } from "./config/ModelPricing.ts"
-import type { UpstreamProtocol } from "./config/UpstreamProtocol.ts"
+import { type PluginPriceKeys, pricingIssues } from "./config/ModelPricing.ts"
+import type { OperatorConfigData } from "./config/OperatorConfigData.ts"
 import { traced } from "./Traced.ts"
 
 export { OperatorConfigDefaults } from "./config/decodeOperatorConfig.ts"
-export {
-  BuiltinPluginPricing,
-  costPerMillion,
-  formatPrice,
-  type ModelPricing,
-  type PluginPriceKeys,
-  type PriceKey,
-  PriceKeys,
-  parsePrice
-} from "./config/ModelPricing.ts"
+export { formatPrice, type ModelPricing, type PluginPriceKeys, parsePrice } from "./config/ModelPricing.ts"
+export type { ModelConfig, OperatorConfigData, UpstreamConfig } from "./config/OperatorConfigData.ts"
 export { type UpstreamProtocol, UpstreamProtocols } from "./config/UpstreamProtocol.ts"
-
-/** One upstream endpoint the gateway calls. */
-export interface UpstreamConfig {
-  /** The key it has under `upstreams:`, used in logs and errors. */
-  readonly name: string
-  readonly protocol: UpstreamProtocol
-  /** Without a trailing slash; `/v1` for openai-style protocols, `/api/v3` for ark, the host root otherwise. */
-  readonly baseUrl: string
-  readonly apiKey: Redacted.Redacted<string>
-  /** Longest wait for the response headers (time to first byte). */
-  readonly timeoutMs: number
-  /** Longest silence between two chunks of a response body. */
-  readonly idleTimeoutMs: number
-  /** Size of the keep-alive connection pool to this upstream's origin. */
-  readonly maxConnections: number
-}
-
-/** A model clients can name, the plugin that serves it, where it is sent, and what it costs. */
-export interface ModelConfig {
-  readonly id: string
-  /** A built-in family (`text`, `chat-image`, …) or the id a loaded plugin declares. */
-  readonly plugin: string
-  /** In fallback order; never empty. */
-  readonly upstreams: ReadonlyArray<UpstreamConfig>
-  /** The model name sent upstream; the model id when the file leaves it out. */
-  readonly upstreamModel: string
-  readonly pricing: ModelPricing
-  /** Output tokens to hold for when a request sets no `max_tokens`. */
-  readonly maxOutputTokens: number | undefined
-}
-
-export interface OperatorConfigData {
-  readonly upstreams: ReadonlyMap<string, UpstreamConfig>
-  readonly models: ReadonlyArray<ModelConfig>
-  /** Module specifiers to import; relative paths in the file are resolved against the file's folder. */
-  readonly plugins: ReadonlyArray<string>
-  readonly ledger: { readonly holdTtlSeconds: number }
-  /** The rate limits of keys created without their own (`null`: no limit of that kind). */
-  readonly rateLimits: RateLimits
-  readonly video: {
-    readonly pollIntervalMs: number
-    readonly deadlineMinutes: number
-    readonly retentionDays: number
-  }
-}
 
 export class OperatorConfigError extends Schema.TaggedError<OperatorConfigError>()("OperatorConfigError", {
   /** The file, or the variable that should have named it. */
@@ -128,7 +74,13 @@ const jsonPosition = (text: string, error: unknown): string => {
  */
 const parse = Effect.fnUntraced(function* (
   text: string,
-  options: { readonly format: ConfigFormat; readonly source?: string; readonly baseDir?: string }
+  options: {
+    readonly format: ConfigFormat
+    readonly source?: string
+    readonly baseDir?: string
+    /** The built-in families' price keys, checked with the rest of the file (see `DecodeOptions.priceKeys`). */
+    readonly priceKeys?: ReadonlyMap<string, PluginPriceKeys>
+  }
 ): Effect.fn.Return<OperatorConfigData, OperatorConfigError, Path.Path> {
   const source = options.source ?? "(text)"
   const raw = parseText(text, options.format)
@@ -138,7 +90,8 @@ const parse = Effect.fnUntraced(function* (
   const baseDir = options.baseDir ?? path.resolve(".")
   const decoded = decodeOperatorConfig(raw.success, {
     env,
-    resolvePlugin: (specifier) => path.resolve(baseDir, specifier)
+    resolvePlugin: (specifier) => path.resolve(baseDir, specifier),
+    priceKeys: options.priceKeys
   })
   if (Result.isFailure(decoded)) return yield* new OperatorConfigError({ source, issues: decoded.failure })
   return decoded.success
@@ -146,7 +99,8 @@ const parse = Effect.fnUntraced(function* (
 
 /** Reads, parses and validates the config file at `file`. */
 const load = Effect.fnUntraced(function* (
-  file: string
+  file: string,
+  priceKeys?: ReadonlyMap<string, PluginPriceKeys>
 ): Effect.fn.Return<OperatorConfigData, OperatorConfigError, FileSystem.FileSystem | Path.Path> {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
@@ -161,7 +115,8 @@ const load = Effect.fnUntraced(function* (
   return yield* parse(text, {
     format: file.toLowerCase().endsWith(".json") ? "json" : "yaml",
     source: file,
-    baseDir: path.dirname(path.resolve(file))
+    baseDir: path.dirname(path.resolve(file)),
+    ...(priceKeys === undefined ? {} : { priceKeys })
   })
 }, traced("OperatorConfig.load"))
 
@@ -171,19 +126,13 @@ const load = Effect.fnUntraced(function* (
  */
 const pluginIssues = (
   config: Pick<OperatorConfigData, "models">,
-  plugins: ReadonlyMap<string, ReadonlyArray<string> | PluginPriceKeys>
+  plugins: ReadonlyMap<string, PluginPriceKeys>
 ): ReadonlyArray<string> => {
   const issues: Array<string> = []
-  const known = [...new Set([...BuiltinPluginPricing.keys(), ...plugins.keys()])]
+  const known = [...plugins.keys()]
   config.models.forEach((model, index) => {
     const path = `models[${index}]`
-    const declared = plugins.get(model.plugin)
-    const keys: PluginPriceKeys | undefined =
-      declared === undefined
-        ? BuiltinPluginPricing.get(model.plugin)
-        : "allowed" in declared
-          ? declared
-          : { allowed: declared as PluginPriceKeys["allowed"], required: [] }
+    const keys = plugins.get(model.plugin)
     if (keys === undefined) issues.push(`${path}.plugin: no such plugin (known: ${known.join(", ")})`)
     else issues.push(...pricingIssues(`${path}.pricing`, model.plugin, Object.keys(model.pricing), keys))
   })
@@ -193,7 +142,7 @@ const pluginIssues = (
 /** {@link pluginIssues} as an Effect that fails with every issue. */
 const validatePlugins = Effect.fnUntraced(function* (
   config: Pick<OperatorConfigData, "models">,
-  plugins: ReadonlyMap<string, ReadonlyArray<string> | PluginPriceKeys>,
+  plugins: ReadonlyMap<string, PluginPriceKeys>,
   source = "plugins"
 ) {
   const issues = pluginIssues(config, plugins)
@@ -229,9 +178,10 @@ export class OperatorConfig extends Context.Service<OperatorConfig, OperatorConf
     )
 
   static readonly layerFromFile = (
-    file: string
+    file: string,
+    priceKeys?: ReadonlyMap<string, PluginPriceKeys>
   ): Layer.Layer<OperatorConfig, OperatorConfigError, FileSystem.FileSystem | Path.Path> =>
-    Layer.effect(OperatorConfig, load(file))
+    Layer.effect(OperatorConfig, load(file, priceKeys))
 
   static readonly layerTest = (config: OperatorConfigData): Layer.Layer<OperatorConfig> =>
     Layer.succeed(OperatorConfig, config)

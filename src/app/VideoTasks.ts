@@ -44,7 +44,7 @@ import {
   type VideoUpstreamStatus,
   type VideoUsage
 } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry, wrongEndpointMessage } from "../plugins/PluginRegistry.ts"
+import { PluginRegistry, wrongEndpointMessage } from "./PluginRegistry.ts"
 import { VIDEO_LINK_REFUSED } from "../plugins/video/LinkDownload.ts"
 import type { CancelsVideoTasks } from "../plugins/video/VideoPlugin.ts"
 import {
@@ -150,7 +150,12 @@ const contentKeyFor = (taskId: string) => `videos/${taskId}.mp4`
 const backoffMillis = (intervalMs: number, failures: number, retryAfterSeconds: number | undefined) =>
   Math.max(Math.min(intervalMs * 2 ** Math.min(failures, 8), 300_000), (retryAfterSeconds ?? 0) * 1000)
 
-const isRetryable = (failure: PluginFailure) => failure.status === 429 || failure.status >= 500
+const isRetryable = (failure: PluginFailure) =>
+  failure.reason === "rate_limited" ||
+  failure.reason === "overloaded" ||
+  failure.reason === "unavailable" ||
+  failure.reason === "timeout" ||
+  failure.reason === "misconfigured"
 
 /**
  * Polls in a row the upstream may answer 404 for a dispatched task before the task fails (with a full refund): the
@@ -167,10 +172,10 @@ const UPSTREAM_TASK_MISSING = "upstream_task_missing"
  * (a `Failed` status with the code above). Undefined for any other answer.
  */
 const missingUpstreamTask = (polled: Result.Result<VideoUpstreamStatus, PluginFailure>): PluginFailure | undefined => {
-  if (Result.isFailure(polled)) return polled.failure.status === 404 ? polled.failure : undefined
+  if (Result.isFailure(polled)) return polled.failure.reason === "not_found" ? polled.failure : undefined
   const status = polled.success
   return status._tag === "Failed" && status.code === UPSTREAM_TASK_MISSING
-    ? pluginFailure(404, status.message, { code: UPSTREAM_TASK_MISSING })
+    ? pluginFailure("not_found", status.message, { code: UPSTREAM_TASK_MISSING })
     : undefined
 }
 
@@ -704,7 +709,7 @@ export class VideoTasks extends Context.Service<
               Effect.catchTag("ContentStoreError", (error) =>
                 Effect.as(Effect.logWarning("video content store failed", error.message), {
                   _tag: "Again",
-                  failure: { _tag: "PluginFailure", status: 503, message: error.message }
+                  failure: { _tag: "PluginFailure", reason: "overloaded", message: error.message }
                 } as StepOutcome)
               )
             )

@@ -39,3 +39,10 @@ export const ceilDiv = (numerator: bigint, denominator: bigint): bigint =>
 
 export const min = (a: Micros, b: Micros): Micros => (a < b ? a : b)
 export const max = (a: Micros, b: Micros): Micros => (a > b ? a : b)
+
+/**
+ * The cost of `units` at a price quoted per million units, rounded up to the next micro-dollar so a charge never
+ * undercounts.
+ */
+export const costPerMillion = (units: bigint, pricePerMillion: Micros): Micros =>
+  ceilDiv(units * pricePerMillion, 1_000_000n)

@@ -14,7 +14,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import { Ledger } from "../app/Ledger.ts"
 import { OperationalStats } from "../app/OperationalStats.ts"
 import type { RequestTelemetry } from "../app/RequestTelemetry.ts"
-import { PluginRegistry } from "../plugins/PluginRegistry.ts"
+import { PluginRegistry } from "../app/PluginRegistry.ts"
 import { apiError } from "./ApiError.ts"
 
 export interface RequestObservation {

@@ -8,6 +8,8 @@ import { HttpBody, HttpRouter, HttpServerError, HttpServerRequest, HttpServerRes
 import { randomUUID } from "node:crypto"
 import { formatMicros } from "../domain/Money.ts"
 import { type ApiError, apiError, badRequest, type Dialect, dialectOf, errorResponse, notFound } from "./ApiError.ts"
+import type { FailureReason } from "@tollgate/plugin-spec"
+import { statusOfFailure } from "./FailureStatus.ts"
 import { checkRequestParameters } from "./InputLimits.ts"
 import type { RateLimited } from "../app/RateLimiter.ts"
 import { CurrentTelemetry, newTelemetry, type RequestTelemetry } from "../app/RequestTelemetry.ts"
@@ -69,15 +71,17 @@ export const toApiError = (error: unknown): ApiError | undefined => {
       })
     }
     case "UpstreamFailed": {
-      const failed = error as { status: number; message: string; code?: string | null; retryAfterSeconds?: number }
-      return apiError(failed.status === 499 ? 400 : failed.status, failed.message, {
+      const failed = error as {
+        reason: FailureReason
+        message: string
+        code?: string | null
+        retryAfterSeconds?: number
+      }
+      const status = statusOfFailure(failed.reason)
+      return apiError(status, failed.message, {
         code:
           failed.code ??
-          (failed.status === 429
-            ? "rate_limit_exceeded"
-            : failed.status >= 500
-              ? "upstream_error"
-              : "upstream_rejected"),
+          (status === 429 ? "rate_limit_exceeded" : status >= 500 ? "upstream_error" : "upstream_rejected"),
         ...(failed.retryAfterSeconds === undefined
           ? {}
           : { headers: { "retry-after": String(failed.retryAfterSeconds) } })

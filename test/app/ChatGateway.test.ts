@@ -12,8 +12,8 @@ import type { AuthenticatedKey } from "../../src/app/Keys.ts"
 import { ChatGateway } from "../../src/app/ChatGateway.ts"
 import { defaultLedgerOptions, Ledger } from "../../src/app/Ledger.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
-import { type ChatPlugin, PLUGIN_SPECIFICATION, type PluginModel } from "../../src/plugins/ModelPlugin.ts"
-import { PluginRegistry } from "../../src/plugins/PluginRegistry.ts"
+import type { ChatPlugin, PluginModel } from "../../src/plugins/ModelPlugin.ts"
+import { PluginRegistry } from "../../src/app/PluginRegistry.ts"
 import { availableStores } from "../support/TestDatabase.ts"
 
 const usd = (text: string) => parseDecimal(text) as bigint
@@ -39,7 +39,7 @@ interface Call {
  */
 const recordingPlugin = (sql: SqlClient.SqlClient, calls: Array<Call>, release: Deferred.Deferred<void>) =>
   ({
-    specification: PLUGIN_SPECIFICATION,
+    specificationVersion: "v1",
     id: "recorded",
     family: "test",
     kind: "chat",
@@ -87,7 +87,8 @@ for (const { target, storeLayer } of availableStores("ChatGateway")) {
         const registry = PluginRegistry.of({
           lookup: (id) => (id === MODEL.id ? { plugin, model: MODEL } : undefined),
           resolve: (id) => (id === MODEL.id ? { kind: "chat", plugin, model: MODEL } : undefined),
-          plugins: new Map([[plugin.id, plugin]])
+          plugins: new Map([[plugin.id, plugin]]),
+          endpoints: []
         })
         const context = yield* Layer.build(
           ChatGateway.layer.pipe(Layer.provide(Layer.succeed(PluginRegistry, registry)))

@@ -6,8 +6,9 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
 import fc from "fast-check"
+import { costPerMillion } from "../../src/domain/Money.ts"
+import { builtinPriceKeys } from "../support/BuiltinPlugins.ts"
 import {
-  costPerMillion,
   formatPrice,
   OperatorConfig,
   type OperatorConfigData,
@@ -175,21 +176,28 @@ models: []
     })
   )
 
-  it.effect("reports each kind of bad price", () =>
+  it.effect("reports each kind of bad price: malformed values when decoding, keys the plugin does not bill by", () =>
     Effect.gen(function* () {
       const issues = yield* issuesOf(
-        withModels(`  - { id: m, plugin: text, upstreams: [a], pricing: { input: "0.0000001", output: "-1", perCall: "1", foo: "1" } }
-  - { id: n, plugin: text, upstreams: [a], pricing: { input: "1e3" } }
-  - { id: t, plugin: transcription, upstreams: [a], pricing: {} }
-  - { id: s, plugin: speech, upstreams: [a], pricing: { perMillionCharacters: "15" } }
-  - { id: v, plugin: video, upstreams: [a], pricing: { output: "7", input: "1" } }`)
+        withModels(`  - { id: m, plugin: text, upstreams: [a], pricing: { input: "0.0000001", output: "-1", "per-call": "1" } }
+  - { id: n, plugin: text, upstreams: [a], pricing: { input: "1e3" } }`)
       )
       assert.deepStrictEqual(issues, [
         "models[0].pricing.input: at most 6 decimal places",
         "models[0].pricing.output: expected a decimal string",
-        "models[0].pricing.foo: unknown price (known: input, output, perCall, perSecond, perMillionCharacters)",
+        "models[0].pricing.per-call: not a price name (lowerCamelCase letters and digits)",
+        "models[1].pricing.input: expected a decimal string"
+      ])
+      const config = yield* parseYaml(
+        withModels(`  - { id: m, plugin: text, upstreams: [a], pricing: { input: "1", output: "1", perCall: "1", foo: "1" } }
+  - { id: n, plugin: text, upstreams: [a], pricing: { input: "1" } }
+  - { id: t, plugin: transcription, upstreams: [a], pricing: {} }
+  - { id: s, plugin: speech, upstreams: [a], pricing: { perMillionCharacters: "15" } }
+  - { id: v, plugin: video, upstreams: [a], pricing: { output: "7", input: "1" } }`)
+      )
+      assert.deepStrictEqual(OperatorConfig.pluginIssues(config, builtinPriceKeys()), [
         "models[0].pricing.perCall: does not apply to the text plugin (allowed: input, output)",
-        "models[1].pricing.input: expected a decimal string",
+        "models[0].pricing.foo: does not apply to the text plugin (allowed: input, output)",
         "models[1].pricing.output: required by the text plugin",
         "models[2].pricing: expected at least one of perSecond, input, output",
         "models[4].pricing.input: does not apply to the video plugin (allowed: output)"
@@ -304,7 +312,7 @@ server: { port: 1 }
   - { id: text, plugin: text, upstreams: [a], pricing: { input: "1", output: "1" } }
   - { id: echo2, plugin: echo, upstreams: [a], pricing: { input: "1" } }`)
       )
-      const plugins = new Map([["echo", ["perCall"]]])
+      const plugins = new Map([...builtinPriceKeys(), ["echo", { allowed: ["perCall"], required: [] }]])
       assert.deepStrictEqual(OperatorConfig.pluginIssues(config, plugins), [
         "models[1].plugin: no such plugin (known: text, chat-image, dedicated-image, video, embeddings, transcription, speech, echo)",
         "models[3].pricing.input: does not apply to the echo plugin (allowed: perCall)",

@@ -148,13 +148,12 @@ models:
 plugins: ["./not-a-plugin.mjs"]
 `)
     assert.deepStrictEqual(issues, [
-      `plugins: ${module}: specification: expected "tollgate.plugin/v1"`,
+      `plugins: ${module}: specificationVersion: expected "v1"`,
       `plugins: ${module}: family: expected a string`,
       `plugins: ${module}: pricing.estimate: expected a function`,
       `plugins: ${module}: pricing.price: expected a function`,
       `plugins: ${module}: invoke: expected a function`,
-      `plugins: ${module}: pricingKeys.allowed: expected an array`,
-      `plugins: ${module}: pricingKeys.required: expected an array`
+      `plugins: ${module}: pricingKeys: expected { allowed, required }`
     ])
   })
 

@@ -24,7 +24,7 @@ import { defaultVideoWorkerOptions, VideoTasks } from "../../src/app/VideoTasks.
 import { parseDecimal } from "../../src/domain/Money.ts"
 import type { VideoRequest } from "../../src/domain/video/VideoSpec.ts"
 import { ImageFetcherService } from "../../src/plugins/chat-image/ImageInputs.ts"
-import * as PluginRegistry from "../../src/plugins/PluginRegistry.ts"
+import * as PluginsLayer from "../../src/PluginsLayer.ts"
 import { availableStores } from "../support/TestDatabase.ts"
 
 let sim: RunningSimulator
@@ -72,7 +72,7 @@ const instance = (configPath: string) =>
         Layer.provide(
           Layer.mergeAll(
             FileContentStore.layer(join(dir, `content-${randomUUID()}`)),
-            PluginRegistry.layerFrom(() => "test").pipe(
+            PluginsLayer.layerFrom(() => "test").pipe(
               Layer.provide(UpstreamClient.layer),
               Layer.provide(ImageFetcherService.layer),
               Layer.provideMerge(GuardedFetcher.layer({}))

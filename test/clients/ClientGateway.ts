@@ -4,7 +4,7 @@
  * would fall back to its vendor's default address (or phone home) fails the test instead of reaching the internet.
  */
 import { assert } from "@effect/vitest"
-import { simulatorConfig } from "../../src/plugins/DefaultCatalog.ts"
+import { simulatorConfig } from "../../src/adapters/simulator/DefaultCatalog.ts"
 import { assertBilled, type Expected, type Tokens } from "../http/chat/Billing.ts"
 import { type Admin, type Customer, closeAfterReplay, makeAdmin } from "../http/chat/ChatHarness.ts"
 import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"

@@ -16,9 +16,9 @@ import {
   generateText
 } from "ai"
 import { countText } from "../../src/adapters/tokenizer/Tokenizer.ts"
-import { costPerMillion } from "../../src/app/config/ModelPricing.ts"
+import { costPerMillion } from "../../src/domain/Money.ts"
 import { formatMicros } from "../../src/domain/Money.ts"
-import { simulatorConfig } from "../../src/plugins/DefaultCatalog.ts"
+import { simulatorConfig } from "../../src/adapters/simulator/DefaultCatalog.ts"
 import { holdsOf } from "../http/images/ImageHarness.ts"
 import {
   type ClientGateway,

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import type { UpstreamClient } from "../../src/adapters/upstream/UpstreamClient.ts"
 import { OperatorConfig, type OperatorConfigError } from "../../src/app/OperatorConfig.ts"
-import { buildRegistry, DEFAULT_MAX_OUTPUT_TOKENS, loadPlugins } from "../../src/plugins/PluginRegistry.ts"
+import { buildRegistry, DEFAULT_MAX_OUTPUT_TOKENS, loadPlugins } from "../../src/app/PluginRegistry.ts"
 import { makeTextPlugin } from "../../src/plugins/text/TextPlugin.ts"
 
 const ECHO_MODULE = resolve(import.meta.dirname, "../../examples/plugin-echo/index.ts")
@@ -27,7 +27,7 @@ const moduleFile = (name: string, source: string): string => {
 
 const pluginSource = (fields: string, exportAs = "export default plugin") => `
 const plugin = {
-  specification: "tollgate.plugin/v1",
+  specificationVersion: "v1",
   id: "acme",
   family: "acme",
   kind: "chat",
@@ -117,19 +117,20 @@ describe("loadPlugins", () => {
       assert.deepStrictEqual(
         issues.map((issue) => issue.slice(prefix.length).split(":")[0]),
         [
-          "specification",
+          "specificationVersion",
           "id",
           "family",
-          "kind",
           "pricing.estimate",
           "pricing.price",
+          "endpoint",
+          "request",
           "invoke",
-          "pricingKeys.allowed",
-          "pricingKeys.required"
+          "pricingKeys"
         ]
       )
-      assert.include(issues[0], `specification: expected "tollgate.plugin/v1"`)
-      assert.include(issues[3], `kind: expected "chat"`)
+      assert.include(issues[0], `specificationVersion: expected "v1"`)
+      // "video" is not a built-in kind ("videos" is): a new kind must bring its endpoint and request schema.
+      assert.include(issues[5], "endpoint: expected")
     })
   )
 
@@ -143,9 +144,9 @@ describe("loadPlugins", () => {
 
   it.effect("refuses a plugin written for another contract version", () =>
     Effect.gen(function* () {
-      const file = moduleFile("v2.mjs", pluginSource(`specification: "tollgate.plugin/v2",`))
+      const file = moduleFile("v2.mjs", pluginSource(`specificationVersion: "v2",`))
       const issues = yield* issuesOf(loadPlugins([file]))
-      assert.deepStrictEqual(issues, [`plugins: ${file}: specification: expected "tollgate.plugin/v1"`])
+      assert.deepStrictEqual(issues, [`plugins: ${file}: specificationVersion: expected "v1"`])
     })
   )
 
@@ -173,18 +174,20 @@ describe("loadPlugins", () => {
   )
 
   // The plugin's mistake is reported as the plugin's, not as the operator's config.
-  it.effect("refuses a plugin whose pricingKeys name an unknown price key", () =>
+  // Keys are the plugin's own (`perSearchUnit`), but each must be a name an operator can write in `pricing:`.
+  it.effect("refuses a plugin whose pricingKeys are not price key names, or require a key they do not allow", () =>
     Effect.gen(function* () {
       const file = moduleFile(
         "unknown-key.mjs",
-        pluginSource(`pricingKeys: { allowed: ["perCall", "tokens"], required: ["tokens"] },`)
+        pluginSource(`pricingKeys: { allowed: ["perCall", "per token"], required: ["Tokens"] },`)
       )
       const issues = yield* issuesOf(loadPlugins([file]))
       assert.deepStrictEqual(
-        issues.map((issue) => issue.split(": unknown price key")[0]),
-        [`plugins: ${file}: pricingKeys.allowed`, `plugins: ${file}: pricingKeys.required`]
+        issues.map((issue) => issue.split(": ")[2]),
+        ["pricingKeys.allowed", "pricingKeys.required", "pricingKeys.required"]
       )
-      assert.include(issues[0], "tokens")
+      assert.include(issues[0], "per token")
+      assert.include(issues[2], "Tokens is not in pricingKeys.allowed")
     })
   )
 })
@@ -244,12 +247,12 @@ describe("the registry built from the operator config", () => {
     })
   )
 
-  it.effect("says a built-in family this build does not serve yet is unavailable, at start", () =>
+  it.effect("names a family this registry was not given, at start, listing the ones it has", () =>
     Effect.gen(function* () {
       const issues = yield* issuesOf(
         registry(config(`  - { id: v, plugin: video, upstreams: [a], pricing: { output: "1" } }`, []))
       )
-      assert.deepStrictEqual(issues, ["models[0].plugin: 'video' is not available in this build"])
+      assert.deepStrictEqual(issues, ["models[0].plugin: no such plugin (known: text)"])
     })
   )
 

@@ -1,34 +1,22 @@
-import { ceilDiv, formatMicros, type Micros, parseDecimal } from "../../domain/Money.ts"
+import { formatMicros, type Micros, parseDecimal } from "../../domain/Money.ts"
 
 /**
  * Operator prices for one model, each an integer count of micro-dollars per unit, so billing never touches a float.
- * Units: `input`/`output` per 1M tokens, `perMillionCharacters` per 1M characters, `perCall` per call, `perSecond` per
- * second of audio.
+ * The keys are the plugin's own (`input`/`output` per 1M tokens, `perCall`, `perSearchUnit`, …): each plugin declares
+ * the keys it bills by, and the registry refuses any other at start.
  */
-export type ModelPricing = { readonly [K in PriceKey]?: Micros }
-
-export const PriceKeys = ["input", "output", "perCall", "perSecond", "perMillionCharacters"] as const
-
-export type PriceKey = (typeof PriceKeys)[number]
-
-export const isPriceKey = (value: string): value is PriceKey => (PriceKeys as ReadonlyArray<string>).includes(value)
+export type ModelPricing = { readonly [key: string]: Micros | undefined }
 
 /** Which prices a plugin reads; `required` must all be present, and a model always needs at least one price. */
 export interface PluginPriceKeys {
-  readonly allowed: ReadonlyArray<PriceKey>
-  readonly required: ReadonlyArray<PriceKey>
+  readonly allowed: ReadonlyArray<string>
+  readonly required: ReadonlyArray<string>
 }
 
-/** The built-in model families and the prices each one bills by. */
-export const BuiltinPluginPricing: ReadonlyMap<string, PluginPriceKeys> = new Map<string, PluginPriceKeys>([
-  ["text", { allowed: ["input", "output"], required: ["input", "output"] }],
-  ["chat-image", { allowed: ["perCall"], required: ["perCall"] }],
-  ["dedicated-image", { allowed: ["input", "output"], required: ["output"] }],
-  ["video", { allowed: ["output"], required: ["output"] }],
-  ["embeddings", { allowed: ["input"], required: ["input"] }],
-  ["transcription", { allowed: ["perSecond", "input", "output"], required: [] }],
-  ["speech", { allowed: ["perMillionCharacters", "input", "output"], required: [] }]
-])
+const PRICE_NAME = /^[a-z][A-Za-z0-9]{0,39}$/
+
+/** Whether `key` can name a price at all (lowerCamelCase); which keys a model may use is its plugin's to say. */
+export const isPriceName = (key: string): boolean => PRICE_NAME.test(key)
 
 const TOO_PRECISE = /^[0-9]+\.[0-9]{7,}$/
 
@@ -44,13 +32,6 @@ export const parsePrice = (value: unknown): { readonly micros: Micros } | { read
 export const formatPrice: (micros: Micros) => string = formatMicros
 
 /**
- * The cost of `units` at a price quoted per million units, rounded up to the next micro-dollar so a charge never
- * undercounts.
- */
-export const costPerMillion = (units: bigint, pricePerMillion: Micros): Micros =>
-  ceilDiv(units * pricePerMillion, 1_000_000n)
-
-/**
  * Path-named problems with a model's prices for a plugin: prices it does not bill by, required ones missing, or none.
  * `present` are the price keys the model sets, valid or not, so a bad value is not also reported as missing.
  */
@@ -61,16 +42,15 @@ export const pricingIssues = (
   keys: PluginPriceKeys
 ): ReadonlyArray<string> => {
   const issues: Array<string> = []
-  const allowed: ReadonlyArray<string> = keys.allowed
   for (const key of present) {
-    if (isPriceKey(key) && !allowed.includes(key)) {
+    if (!keys.allowed.includes(key)) {
       issues.push(`${path}.${key}: does not apply to the ${pluginId} plugin (allowed: ${keys.allowed.join(", ")})`)
     }
   }
   for (const key of keys.required) {
     if (!present.includes(key)) issues.push(`${path}.${key}: required by the ${pluginId} plugin`)
   }
-  if (keys.required.length === 0 && !present.some((key) => allowed.includes(key))) {
+  if (keys.required.length === 0 && !present.some((key) => keys.allowed.includes(key))) {
     issues.push(`${path}: expected at least one of ${keys.allowed.join(", ")}`)
   }
   return issues
@@ -80,7 +60,7 @@ export const pricingIssues = (
  * A pricing value whose JSON form is decimal strings ("0.150000"), so a config can be printed although bigint has no
  * JSON form.
  */
-export const makeModelPricing = (prices: { [K in PriceKey]?: Micros }): ModelPricing =>
+export const makeModelPricing = (prices: Record<string, Micros>): ModelPricing =>
   Object.defineProperty(prices, "toJSON", {
     value: () => Object.fromEntries(Object.entries(prices).map(([key, micros]) => [key, formatMicros(micros)])),
     enumerable: false

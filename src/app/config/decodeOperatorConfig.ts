@@ -1,13 +1,11 @@
 import { Redacted, Result } from "effect"
-import type { ModelConfig, OperatorConfigData, UpstreamConfig } from "../OperatorConfig.ts"
+import type { ModelConfig, OperatorConfigData, UpstreamConfig } from "./OperatorConfigData.ts"
 import { expandEnv, Unresolved } from "./expandEnv.ts"
 import {
-  BuiltinPluginPricing,
-  isPriceKey,
+  isPriceName,
   makeModelPricing,
   type ModelPricing,
-  PriceKeys,
-  type PriceKey,
+  type PluginPriceKeys,
   parsePrice,
   pricingIssues
 } from "./ModelPricing.ts"
@@ -29,6 +27,11 @@ export interface DecodeOptions {
   readonly env: ReadonlyMap<string, string>
   /** Turns a relative plugin specifier ("./x.ts") into an absolute one; relative to the config file's folder. */
   readonly resolvePlugin: (specifier: string) => string
+  /**
+   * The price keys of plugins known before any module is loaded (the built-in families), so their models' prices are
+   * checked with every other problem of the file; loaded plugins' keys are checked once they load.
+   */
+  readonly priceKeys?: ReadonlyMap<string, PluginPriceKeys> | undefined
 }
 
 /**
@@ -54,7 +57,7 @@ export const decodeOperatorConfig = (
   if (root === undefined) return Result.fail(issues)
 
   const upstreams = decodeUpstreams(input, root.upstreams)
-  const models = decodeModels(input, root.models, upstreams)
+  const models = decodeModels(input, root.models, upstreams, options.priceKeys ?? new Map())
   const plugins = input.list(root.plugins, "plugins", false)?.flatMap((item, index) => {
     const specifier = input.string(item, `plugins[${index}]`)
     return specifier === undefined ? [] : [isRelative(specifier) ? options.resolvePlugin(specifier) : specifier]
@@ -152,7 +155,8 @@ const decodeUpstreams = (input: Input, raw: unknown): ReadonlyMap<string, Upstre
 const decodeModels = (
   input: Input,
   raw: unknown,
-  upstreams: ReadonlyMap<string, UpstreamConfig>
+  upstreams: ReadonlyMap<string, UpstreamConfig>,
+  priceKeys: ReadonlyMap<string, PluginPriceKeys>
 ): ReadonlyArray<ModelConfig> => {
   const items = input.list(raw, "models", true)
   if (items === undefined) return []
@@ -180,11 +184,9 @@ const decodeModels = (
     const upstreamModel =
       fields.upstreamModel === undefined ? id : input.string(fields.upstreamModel, `${path}.upstreamModel`)
     const pricing = decodePricing(input, fields.pricing, `${path}.pricing`)
-    const builtin = plugin === undefined ? undefined : BuiltinPluginPricing.get(plugin)
-    if (plugin !== undefined && builtin !== undefined && isRecord(fields.pricing)) {
-      for (const issue of pricingIssues(`${path}.pricing`, plugin, Object.keys(fields.pricing), builtin)) {
-        input.push(issue)
-      }
+    const keys = plugin === undefined ? undefined : priceKeys.get(plugin)
+    if (plugin !== undefined && keys !== undefined && typeof fields.pricing === "object" && fields.pricing !== null) {
+      for (const issue of pricingIssues(`${path}.pricing`, plugin, Object.keys(fields.pricing), keys)) input.push(issue)
     }
     const maxOutputTokens =
       fields.maxOutputTokens === undefined
@@ -218,10 +220,11 @@ const decodeRoutes = (
 const decodePricing = (input: Input, raw: unknown, path: string): ModelPricing | undefined => {
   const fields = input.object(raw, path, undefined)
   if (fields === undefined) return undefined
-  const pricing: { [K in PriceKey]?: bigint } = {}
+  const pricing: Record<string, bigint> = {}
   for (const [key, value] of Object.entries(fields)) {
-    if (!isPriceKey(key)) {
-      input.issue(`${path}.${key}`, `unknown price (known: ${PriceKeys.join(", ")})`)
+    // Which keys apply is the plugin's to say (checked once plugins are loaded); here only the name's form.
+    if (!isPriceName(key)) {
+      input.issue(`${path}.${key}`, "not a price name (lowerCamelCase letters and digits)")
       continue
     }
     if (value === Unresolved) continue
@@ -231,9 +234,6 @@ const decodePricing = (input: Input, raw: unknown, path: string): ModelPricing |
   }
   return makeModelPricing(pricing)
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const isRelative = (specifier: string): boolean => specifier.startsWith("./") || specifier.startsWith("../")
 

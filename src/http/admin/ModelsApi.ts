@@ -1,11 +1,11 @@
 /**
  * `GET /admin/models`: the catalog with each model's kind (which endpoint serves it), plugin and prices, as decimal
- * USD strings per unit (`input`/`output` per 1M tokens, `perCall`, `perSecond` of audio, `perMillionCharacters`).
+ * USD strings per unit of each key the model's plugin bills by (`input`/`output` per 1M tokens, `perCall`, …).
  */
 import { Effect } from "effect"
-import { formatPrice, PriceKeys } from "../../app/config/ModelPricing.ts"
+import { formatPrice } from "../../app/config/ModelPricing.ts"
 import { ModelCatalog } from "../../app/ModelCatalog.ts"
-import { ENDPOINT_OF_KIND, PluginRegistry } from "../../plugins/PluginRegistry.ts"
+import { endpointOf, PluginRegistry } from "../../app/PluginRegistry.ts"
 import { json, route } from "../Route.ts"
 import { admin } from "./AdminApi.ts"
 
@@ -16,14 +16,13 @@ const models = admin(
     const data = catalog.map((m) => {
       const resolved = registry.resolve(m.id)
       const pricing: Record<string, string> = {}
-      for (const key of PriceKeys) {
-        const price = resolved?.model.pricing[key]
+      for (const [key, price] of Object.entries(resolved?.model.pricing ?? {})) {
         if (price !== undefined) pricing[key] = formatPrice(price)
       }
       return {
         id: m.id,
-        kind: resolved?.kind ?? null,
-        endpoint: resolved === undefined ? null : ENDPOINT_OF_KIND[resolved.kind],
+        kind: resolved === undefined ? null : resolved.kind === "endpoint" ? resolved.plugin.kind : resolved.kind,
+        endpoint: resolved === undefined ? null : endpointOf(resolved),
         plugin: resolved?.plugin.id ?? null,
         ownedBy: m.ownedBy,
         pricing

@@ -11,18 +11,18 @@
 import { Effect } from "effect"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
-import { costPerMillion } from "../../app/config/ModelPricing.ts"
+import { costPerMillion } from "../../domain/Money.ts"
 import type { Micros } from "../../domain/Money.ts"
-import {
-  PLUGIN_SPECIFICATION,
-  type PluginFailure,
-  type PluginModel,
-  type PricingRule,
-  type SpeechCall,
-  type SpeechFormat,
-  type SpeechPlugin,
-  type SpeechReply,
-  type SpeechRequest
+import type {
+  PluginFailure,
+  PluginModel,
+  PricingRule,
+  SpeechCall,
+  SpeechFormat,
+  SpeechPlugin,
+  SpeechReply,
+  SpeechRequest,
+  PriceKeys
 } from "../ModelPlugin.ts"
 import { compact } from "../text/convert/json.ts"
 import { upstreamsFor, withFallback } from "./UpstreamFallback.ts"
@@ -73,6 +73,9 @@ export const speechBody = (call: SpeechCall): Record<string, unknown> =>
 const headerValue = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
   typeof value === "string" ? value : value?.[0]
 
+/** The prices this family bills by (the operator config may set no others). */
+export const SPEECH_PRICE_KEYS: PriceKeys = { allowed: ["perMillionCharacters", "input", "output"], required: [] }
+
 export const makeSpeechPlugin = (client: UpstreamClient["Service"]): SpeechPlugin => {
   const speak = (call: SpeechCall): Effect.Effect<SpeechReply, PluginFailure> =>
     Effect.suspend(() => {
@@ -102,11 +105,11 @@ export const makeSpeechPlugin = (client: UpstreamClient["Service"]): SpeechPlugi
     })
 
   return {
-    specification: PLUGIN_SPECIFICATION,
+    specificationVersion: "v1",
     id: SPEECH_PLUGIN_ID,
     family: "speech",
     kind: "speech",
-    pricingKeys: { allowed: ["perMillionCharacters", "input", "output"], required: [] },
+    pricingKeys: SPEECH_PRICE_KEYS,
     pricing: speechPricing,
     speak
   }

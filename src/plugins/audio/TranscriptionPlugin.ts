@@ -20,13 +20,12 @@ import { Effect } from "effect"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
-import { costPerMillion } from "../../app/config/ModelPricing.ts"
-import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
+import { costPerMillion } from "../../domain/Money.ts"
+import type { UpstreamConfig, PriceKeys } from "../ModelPlugin.ts"
 import { ceilDiv, type Micros } from "../../domain/Money.ts"
 import type { FormPart } from "../dedicated-image/Multipart.ts"
 import { encodeMultipart } from "../dedicated-image/Multipart.ts"
 import {
-  PLUGIN_SPECIFICATION,
   type PluginFailure,
   type PluginModel,
   type PricingRule,
@@ -132,6 +131,9 @@ export const transcriptionForm = (
 
 const NO_USAGE: TranscriptionUsage = { audioMillis: null, inputTokens: null, outputTokens: null }
 
+/** The prices this family bills by (the operator config may set no others). */
+export const TRANSCRIPTION_PRICE_KEYS: PriceKeys = { allowed: ["perSecond", "input", "output"], required: [] }
+
 export const makeTranscriptionPlugin = (client: UpstreamClient["Service"]): TranscriptionPlugin => {
   const attempt = (
     call: TranscriptionCall,
@@ -157,7 +159,9 @@ export const makeTranscriptionPlugin = (client: UpstreamClient["Service"]): Tran
           const value = yield* response.body.json
           const text = isRecord(value) ? asString(value.text) : undefined
           if (text === undefined) {
-            return yield* Effect.fail(pluginFailure(502, "the upstream sent a malformed response: no transcript text"))
+            return yield* Effect.fail(
+              pluginFailure("unavailable", "the upstream sent a malformed response: no transcript text")
+            )
           }
           return { body: { _tag: "Text", text: `${text}\n` }, usage: usageOfJson(value) } satisfies TranscriptionReply
         }
@@ -178,11 +182,11 @@ export const makeTranscriptionPlugin = (client: UpstreamClient["Service"]): Tran
     })
 
   return {
-    specification: PLUGIN_SPECIFICATION,
+    specificationVersion: "v1",
     id: TRANSCRIPTION_PLUGIN_ID,
     family: "transcription",
     kind: "transcription",
-    pricingKeys: { allowed: ["perSecond", "input", "output"], required: [] },
+    pricingKeys: TRANSCRIPTION_PRICE_KEYS,
     pricing: transcriptionPricing,
     transcribe
   }

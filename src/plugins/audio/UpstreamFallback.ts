@@ -6,7 +6,7 @@
  */
 import { Effect, Result } from "effect"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
-import type { UpstreamConfig, UpstreamProtocol } from "../../app/OperatorConfig.ts"
+import type { UpstreamConfig, UpstreamProtocol } from "../ModelPlugin.ts"
 import { type PluginFailure, type PluginModel, pluginFailure } from "../ModelPlugin.ts"
 import { failureFromUpstream } from "../text/TextPlugin.ts"
 
@@ -34,9 +34,11 @@ export const withFallback = <A>(
 ): Effect.Effect<A, PluginFailure> =>
   Effect.gen(function* () {
     if (upstreams.length === 0) {
-      return yield* Effect.fail(pluginFailure(500, `model ${model.id} has no upstream its ${family} plugin can call`))
+      return yield* Effect.fail(
+        pluginFailure("misconfigured", `model ${model.id} has no upstream its ${family} plugin can call`)
+      )
     }
-    let last: PluginFailure = pluginFailure(502, "no upstream answered")
+    let last: PluginFailure = pluginFailure("unavailable", "no upstream answered")
     for (const upstream of upstreams) {
       const outcome = yield* Effect.result(attempt(upstream))
       if (Result.isSuccess(outcome)) return outcome.success
@@ -45,7 +47,7 @@ export const withFallback = <A>(
       last = failureFromUpstream(error)
       if (!worthAnotherUpstream(error)) break
       yield* Effect.logWarning(`${family} upstream failed, trying the next one`).pipe(
-        Effect.annotateLogs({ upstream: upstream.name, model: model.id, status: last.status })
+        Effect.annotateLogs({ upstream: upstream.name, model: model.id, reason: last.reason })
       )
     }
     return yield* Effect.fail(last)

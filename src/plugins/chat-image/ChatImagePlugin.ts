@@ -8,12 +8,11 @@ import { Clock, Effect, Result } from "effect"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { GeminiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
-import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
+import type { UpstreamConfig, PriceKeys } from "../ModelPlugin.ts"
 import {
   type ChatCall,
   type ChatPlugin,
   type ChatReply,
-  PLUGIN_SPECIFICATION,
   type PluginFailure,
   type PricingRule,
   pluginFailure
@@ -40,17 +39,22 @@ const tryNext = (error: UpstreamError): boolean => {
   return reason._tag === "ConnectFailed" || reason._tag === "Timeout" || reason._tag === "ConnectionLost"
 }
 
+/** The prices this family bills by (the operator config may set no others). */
+export const CHAT_IMAGE_PRICE_KEYS: PriceKeys = { allowed: ["perCall"], required: ["perCall"] }
+
 export const makeChatImagePlugin = (client: UpstreamClient["Service"], fetcher: ImageFetcher): ChatPlugin => {
   const send = (call: ChatCall, body: JsonRecord) =>
     Effect.gen(function* () {
       const upstreams = call.model.upstreams.filter((upstream: UpstreamConfig) => upstream.protocol === "gemini")
       if (upstreams.length === 0) {
-        return yield* Effect.fail(pluginFailure(500, `model ${call.model.id} has no gemini upstream configured`))
+        return yield* Effect.fail(
+          pluginFailure("misconfigured", `model ${call.model.id} has no gemini upstream configured`)
+        )
       }
       const model = call.model.upstreamModel
       const path = call.request.stream ? GeminiPaths.streamGenerateContent(model) : GeminiPaths.generateContent(model)
       const text = JSON.stringify(body)
-      let last: PluginFailure = pluginFailure(502, "no upstream answered")
+      let last: PluginFailure = pluginFailure("unavailable", "no upstream answered")
       for (const upstream of upstreams) {
         const outcome = yield* Effect.result(
           client.request({
@@ -66,7 +70,7 @@ export const makeChatImagePlugin = (client: UpstreamClient["Service"], fetcher: 
         last = failureFromUpstream(outcome.failure)
         if (!tryNext(outcome.failure)) break
         yield* Effect.logWarning("image upstream failed, trying the next one").pipe(
-          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, status: last.status })
+          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, reason: last.reason })
         )
       }
       return yield* Effect.fail(last)
@@ -101,11 +105,11 @@ export const makeChatImagePlugin = (client: UpstreamClient["Service"], fetcher: 
     })
 
   return {
-    specification: PLUGIN_SPECIFICATION,
+    specificationVersion: "v1",
     id: CHAT_IMAGE_PLUGIN_ID,
     family: "chat-image",
     kind: "chat",
-    pricingKeys: { allowed: ["perCall"], required: ["perCall"] },
+    pricingKeys: CHAT_IMAGE_PRICE_KEYS,
     pricing: perCallPricing,
     invoke,
     // The spec's rule: an image model never takes tools, and the refusal is not billed (checked before the hold).

@@ -40,7 +40,7 @@ export const usageOf = (metadata: unknown): JsonRecord => {
 
 export const promptBlocked = (reason: string): PluginFailure =>
   pluginFailure(
-    400,
+    "invalid_request",
     `the upstream's safety filter blocked this prompt (${reason}); nothing was charged — rephrasing the prompt and retrying usually helps`,
     { code: "content_blocked" }
   )
@@ -98,7 +98,9 @@ export const completionFromGemini = (body: unknown, ids: CompletionIds): Result.
   if (!isRecord(candidate)) {
     const reason = asString(asRecord(response.promptFeedback).blockReason)
     return Result.fail(
-      reason === undefined ? pluginFailure(502, "the upstream sent a reply with no candidate") : promptBlocked(reason)
+      reason === undefined
+        ? pluginFailure("unavailable", "the upstream sent a reply with no candidate")
+        : promptBlocked(reason)
     )
   }
   const content = piecesOf(candidate, new ContentBuilder())

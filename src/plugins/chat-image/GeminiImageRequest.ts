@@ -18,7 +18,7 @@ export const MAX_HISTORY_IMAGES = 3
 export const IMAGE_MODALITIES: ReadonlyArray<string> = ["TEXT", "IMAGE"]
 
 export const toolsRejected = pluginFailure(
-  400,
+  "invalid_request",
   "image models do not take tools: remove `tools` from the request (turn off plugins or agent tools for this model); nothing was charged",
   { code: "tools_not_supported" }
 )
@@ -126,7 +126,9 @@ export const geminiBodyFromChat = (call: ChatCall, fetcher: ImageFetcher): Effec
     if (request.tools.length > 0 || hasTools(client.body)) return yield* Effect.fail(toolsRejected)
     const contents = capHistory(pendingContents(request.messages))
     if (!contents.some((content) => content.role === "user")) {
-      return yield* Effect.fail(pluginFailure(400, "messages: at least one user message with a prompt is required"))
+      return yield* Effect.fail(
+        pluginFailure("invalid_request", "messages: at least one user message with a prompt is required")
+      )
     }
     let counter = 0
     const resolved = yield* Effect.forEach(contents, (content) =>

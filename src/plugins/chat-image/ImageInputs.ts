@@ -49,7 +49,7 @@ export class ImageFetcherService extends Context.Service<ImageFetcherService, Im
         guarded.fetch(url, FETCH_LIMITS).pipe(
           Effect.map((resource) => ({ bytes: resource.bytes, contentType: resource.contentType })),
           Effect.mapError((refused) =>
-            pluginFailure(400, `input image link: ${refused.message}`, { code: "image_fetch_refused" })
+            pluginFailure("invalid_request", `input image link: ${refused.message}`, { code: "image_fetch_refused" })
           )
         )
       )
@@ -60,7 +60,9 @@ export class ImageFetcherService extends Context.Service<ImageFetcherService, Im
   static readonly refuseAll = Layer.succeed(
     ImageFetcherService,
     ImageFetcherService.of(() =>
-      Effect.fail(pluginFailure(400, "image links are not fetched by this gateway; send the image as a data URI"))
+      Effect.fail(
+        pluginFailure("invalid_request", "image links are not fetched by this gateway; send the image as a data URI")
+      )
     )
   )
 }
@@ -104,9 +106,13 @@ export const baseMimeType = (value: string): string => {
 }
 
 export const unsupportedType = (mimeType: string, where: string): PluginFailure =>
-  pluginFailure(400, `${where}: the mime type ${mimeType} is not supported; send ${ACCEPTED_IMAGE_TYPES.join(", ")}`, {
-    code: "unsupported_mime_type"
-  })
+  pluginFailure(
+    "invalid_request",
+    `${where}: the mime type ${mimeType} is not supported; send ${ACCEPTED_IMAGE_TYPES.join(", ")}`,
+    {
+      code: "unsupported_mime_type"
+    }
+  )
 
 /** Decides the type of an input image from its bytes (trusted over the label) and checks it is accepted. */
 export const checkedType = (
@@ -117,7 +123,8 @@ export const checkedType = (
 ): Effect.Effect<string, PluginFailure> => {
   const label = declared === undefined || declared === "" ? undefined : baseMimeType(declared)
   const type = sniffImageType(bytes) ?? label
-  if (type === undefined) return Effect.fail(pluginFailure(400, `${where}: the bytes are not a recognised image`))
+  if (type === undefined)
+    return Effect.fail(pluginFailure("invalid_request", `${where}: the bytes are not a recognised image`))
   return accepted.includes(type) ? Effect.succeed(type) : Effect.fail(unsupportedType(type, where))
 }
 
@@ -148,7 +155,7 @@ export const checkBase64Image = (
   where: string,
   accepted: ReadonlyArray<string> = ACCEPTED_IMAGE_TYPES
 ): Effect.Effect<InlineImage, PluginFailure> => {
-  if (data.length === 0) return Effect.fail(pluginFailure(400, `${where}: the image is empty`))
+  if (data.length === 0) return Effect.fail(pluginFailure("invalid_request", `${where}: the image is empty`))
   return Effect.map(checkedType(headBytes(data), mimeType, where, accepted), (type) => ({ mimeType: type, data }))
 }
 
@@ -165,9 +172,12 @@ export const resolveImageUrl = (
   const dataUri = parseDataUri(url)
   if (dataUri !== undefined) return checkBase64Image(dataUri.mimeType, dataUri.data, where, accepted)
   if (url.startsWith("data:")) {
-    return Effect.fail(pluginFailure(400, `${where}: a data URI must be base64 (data:<type>;base64,<data>)`))
+    return Effect.fail(
+      pluginFailure("invalid_request", `${where}: a data URI must be base64 (data:<type>;base64,<data>)`)
+    )
   }
-  if (!isHttpUrl(url)) return Effect.fail(pluginFailure(400, `${where}: expected an http(s) link or a data URI`))
+  if (!isHttpUrl(url))
+    return Effect.fail(pluginFailure("invalid_request", `${where}: expected an http(s) link or a data URI`))
   return Effect.flatMap(fetcher(url, signal), (fetched) =>
     Effect.map(checkedType(fetched.bytes, fetched.contentType, where, accepted), (mimeType) => ({
       mimeType,

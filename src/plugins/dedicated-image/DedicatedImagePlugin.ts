@@ -9,8 +9,8 @@ import { Clock, Effect, Result } from "effect"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
-import { costPerMillion } from "../../app/config/ModelPricing.ts"
-import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
+import { costPerMillion } from "../../domain/Money.ts"
+import type { UpstreamConfig, PriceKeys } from "../ModelPlugin.ts"
 import {
   type ImageInput,
   type ImagesCall,
@@ -18,7 +18,6 @@ import {
   type ImagesPricingInput,
   type ImagesReply,
   type ImageUsage,
-  PLUGIN_SPECIFICATION,
   type PluginFailure,
   type PricingRule,
   pluginFailure
@@ -50,7 +49,7 @@ export const dedicatedImagePricing: PricingRule<ImagesPricingInput, ImageUsage> 
 }
 
 export const moderationBlocked = pluginFailure(
-  400,
+  "invalid_request",
   "the image request was rejected by the upstream's content moderation; nothing was charged. The check can be wrong: rephrasing the prompt and retrying usually helps",
   { code: "moderation_blocked" }
 )
@@ -145,12 +144,14 @@ const replyOf = (body: unknown, call: ImagesCall, now: number): Result.Result<Im
   for (const item of asArray(response.data)) {
     const b64 = asString(asRecord(item).b64_json)
     if (b64 === undefined) {
-      return Result.fail(pluginFailure(502, "the upstream answered with an image link instead of base64 data"))
+      return Result.fail(
+        pluginFailure("unavailable", "the upstream answered with an image link instead of base64 data")
+      )
     }
     const revised = asString(asRecord(item).revised_prompt)
     images.push(revised === undefined ? { b64Json: b64 } : { b64Json: b64, revisedPrompt: revised })
   }
-  if (images.length === 0) return Result.fail(pluginFailure(502, "the upstream answered with no image"))
+  if (images.length === 0) return Result.fail(pluginFailure("unavailable", "the upstream answered with no image"))
   const { data: _data, usage: _usage, created, ...fields } = response
   return Result.succeed({
     created: typeof created === "number" ? created : Math.floor(now / 1000),
@@ -160,14 +161,19 @@ const replyOf = (body: unknown, call: ImagesCall, now: number): Result.Result<Im
   })
 }
 
+/** The prices this family bills by (the operator config may set no others). */
+export const DEDICATED_IMAGE_PRICE_KEYS: PriceKeys = { allowed: ["input", "output"], required: ["output"] }
+
 export const makeDedicatedImagePlugin = (client: UpstreamClient["Service"], fetcher: ImageFetcher): ImagesPlugin => {
   const send = (call: ImagesCall, path: string, body: Uint8Array | string, contentType: string) =>
     Effect.gen(function* () {
       const upstreams = call.model.upstreams.filter((upstream: UpstreamConfig) => upstream.protocol === "openai")
       if (upstreams.length === 0) {
-        return yield* Effect.fail(pluginFailure(500, `model ${call.model.id} has no openai upstream configured`))
+        return yield* Effect.fail(
+          pluginFailure("misconfigured", `model ${call.model.id} has no openai upstream configured`)
+        )
       }
-      let last: PluginFailure = pluginFailure(502, "no upstream answered")
+      let last: PluginFailure = pluginFailure("unavailable", "no upstream answered")
       for (const upstream of upstreams) {
         const outcome = yield* Effect.result(
           client
@@ -188,7 +194,7 @@ export const makeDedicatedImagePlugin = (client: UpstreamClient["Service"], fetc
         last = failureOf(outcome.failure)
         if (!tryNext(outcome.failure)) break
         yield* Effect.logWarning("image upstream failed, trying the next one").pipe(
-          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, status: last.status })
+          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, reason: last.reason })
         )
       }
       return yield* Effect.fail(last)
@@ -201,7 +207,7 @@ export const makeDedicatedImagePlugin = (client: UpstreamClient["Service"], fetc
     Effect.gen(function* () {
       const { request } = call
       if (request.images.length === 0)
-        return yield* Effect.fail(pluginFailure(400, "image: at least one image is required"))
+        return yield* Effect.fail(pluginFailure("invalid_request", "image: at least one image is required"))
       const images = yield* Effect.forEach(
         request.images,
         (input, index) => resolveInput(input, `image ${index + 1}`, fetcher, call.signal, EDIT_IMAGE_TYPES),
@@ -235,11 +241,11 @@ export const makeDedicatedImagePlugin = (client: UpstreamClient["Service"], fetc
     })
 
   return {
-    specification: PLUGIN_SPECIFICATION,
+    specificationVersion: "v1",
     id: DEDICATED_IMAGE_PLUGIN_ID,
     family: "dedicated-image",
     kind: "images",
-    pricingKeys: { allowed: ["input", "output"], required: ["output"] },
+    pricingKeys: DEDICATED_IMAGE_PRICE_KEYS,
     pricing: dedicatedImagePricing,
     generate,
     edit

@@ -13,15 +13,14 @@ import { countText } from "../../adapters/tokenizer/Tokenizer.ts"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { GeminiPaths, OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
-import { costPerMillion } from "../../app/config/ModelPricing.ts"
-import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
+import { costPerMillion } from "../../domain/Money.ts"
+import type { UpstreamConfig, PriceKeys } from "../ModelPlugin.ts"
 import {
   type EmbeddingInput,
   type EmbeddingsCall,
   type EmbeddingsPlugin,
   type EmbeddingsReply,
   type EmbeddingsRequest,
-  PLUGIN_SPECIFICATION,
   type PluginFailure,
   type PricingRule,
   pluginFailure
@@ -62,13 +61,14 @@ export const decodeBase64Floats = (text: string): ReadonlyArray<number> | undefi
 const isFloatArray = (value: unknown): value is ReadonlyArray<number> =>
   Array.isArray(value) && value.every((item) => typeof item === "number" && Number.isFinite(item))
 
-const malformed = (what: string): PluginFailure => pluginFailure(502, `the upstream sent a malformed response: ${what}`)
+const malformed = (what: string): PluginFailure =>
+  pluginFailure("unavailable", `the upstream sent a malformed response: ${what}`)
 
 /** `input` in OpenAI's shapes: strings, or arrays of token ids; one request cannot mix the two. */
 export const openAiInput = (
   inputs: ReadonlyArray<EmbeddingInput>
 ): ReadonlyArray<string> | ReadonlyArray<ReadonlyArray<number>> | PluginFailure => {
-  if (inputs.length === 0) return pluginFailure(400, "input: at least one input is required")
+  if (inputs.length === 0) return pluginFailure("invalid_request", "input: at least one input is required")
   const texts: Array<string> = []
   const tokens: Array<ReadonlyArray<number>> = []
   for (const input of inputs) {
@@ -76,7 +76,7 @@ export const openAiInput = (
     else tokens.push(input.tokens)
   }
   if (texts.length > 0 && tokens.length > 0) {
-    return pluginFailure(400, "input: strings and token arrays cannot be mixed in one request")
+    return pluginFailure("invalid_request", "input: strings and token arrays cannot be mixed in one request")
   }
   return texts.length > 0 ? texts : tokens
 }
@@ -154,6 +154,9 @@ const fromResult = <A>(value: A | PluginFailure): Effect.Effect<A, PluginFailure
 const chunked = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<ReadonlyArray<A>> =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
+/** The prices this family bills by (the operator config may set no others). */
+export const EMBEDDINGS_PRICE_KEYS: PriceKeys = { allowed: ["input"], required: ["input"] }
+
 export const makeEmbeddingsPlugin = (client: UpstreamClient["Service"]): EmbeddingsPlugin => {
   const post = (call: EmbeddingsCall, upstream: UpstreamConfig, path: string, body: unknown) =>
     client
@@ -224,7 +227,10 @@ export const makeEmbeddingsPlugin = (client: UpstreamClient["Service"]): Embeddi
       const upstreams = hasTokens ? callable.filter((upstream) => upstream.protocol !== "gemini") : callable
       if (hasTokens && upstreams.length === 0 && callable.length > 0) {
         return yield* Effect.fail(
-          pluginFailure(400, `input: model ${call.model.id} takes text only; token-id arrays cannot be embedded by it`)
+          pluginFailure(
+            "invalid_request",
+            `input: model ${call.model.id} takes text only; token-id arrays cannot be embedded by it`
+          )
         )
       }
       return yield* withFallback(call.model, upstreams, "embeddings", (upstream) =>
@@ -233,11 +239,11 @@ export const makeEmbeddingsPlugin = (client: UpstreamClient["Service"]): Embeddi
     })
 
   return {
-    specification: PLUGIN_SPECIFICATION,
+    specificationVersion: "v1",
     id: EMBEDDINGS_PLUGIN_ID,
     family: "embeddings",
     kind: "embeddings",
-    pricingKeys: { allowed: ["input"], required: ["input"] },
+    pricingKeys: EMBEDDINGS_PRICE_KEYS,
     pricing: embeddingsPricing,
     embed
   }

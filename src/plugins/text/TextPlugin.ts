@@ -6,18 +6,11 @@
  */
 import { jsonBody } from "../../adapters/json/SlicedJson.ts"
 import { Effect, Result } from "effect"
-import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
+import type { UpstreamConfig, PriceKeys } from "../ModelPlugin.ts"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { AnthropicPaths, GeminiPaths, OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
-import {
-  type ChatCall,
-  type ChatPlugin,
-  type ChatReply,
-  PLUGIN_SPECIFICATION,
-  type PluginFailure,
-  pluginFailure
-} from "../ModelPlugin.ts"
+import { type ChatCall, type ChatPlugin, type ChatReply, type PluginFailure, pluginFailure } from "../ModelPlugin.ts"
 import { irToAnthropicRequest } from "./convert/anthropic.ts"
 import type { Converted } from "./convert/ChatIR.ts"
 import { irToGeminiRequest } from "./convert/gemini.ts"
@@ -49,41 +42,53 @@ export const failureFromUpstream = (error: UpstreamError): PluginFailure => {
     case "HttpStatus": {
       const message = vendorMessage(reason.body)
       if (reason.status === 401 || reason.status === 403) {
-        return pluginFailure(502, "the upstream refused the gateway's credentials; the operator must check its key", {
-          detail: reason.body
-        })
+        return pluginFailure(
+          "unavailable",
+          "the upstream refused the gateway's credentials; the operator must check its key",
+          {
+            detail: reason.body
+          }
+        )
       }
       if (reason.status === 429) {
-        return pluginFailure(429, `the upstream is rate limiting: ${message ?? "retry later"}`, {
+        return pluginFailure("rate_limited", `the upstream is rate limiting: ${message ?? "retry later"}`, {
           ...(reason.retryAfter === undefined ? {} : { retryAfterSeconds: reason.retryAfter }),
           detail: reason.body
         })
       }
       // Overload is worth saying as such: Anthropic clients see `overloaded_error`, OpenAI ones `service_unavailable_error`.
       if (reason.status === 503 || reason.status === 529) {
-        return pluginFailure(503, `the upstream is overloaded: ${message ?? "retry later"}`, {
+        return pluginFailure("overloaded", `the upstream is overloaded: ${message ?? "retry later"}`, {
           ...(reason.retryAfter === undefined ? {} : { retryAfterSeconds: reason.retryAfter }),
           detail: reason.body
         })
       }
       if (reason.status >= 400 && reason.status < 500) {
-        return pluginFailure(400, `the upstream rejected the request: ${message ?? `HTTP ${reason.status}`}`, {
-          detail: reason.body
-        })
+        return pluginFailure(
+          "invalid_request",
+          `the upstream rejected the request: ${message ?? `HTTP ${reason.status}`}`,
+          {
+            detail: reason.body
+          }
+        )
       }
-      return pluginFailure(502, `the upstream failed with HTTP ${reason.status}${message ? `: ${message}` : ""}`, {
-        detail: reason.body
-      })
+      return pluginFailure(
+        "unavailable",
+        `the upstream failed with HTTP ${reason.status}${message ? `: ${message}` : ""}`,
+        {
+          detail: reason.body
+        }
+      )
     }
     case "Timeout":
-      return pluginFailure(504, `the upstream did not answer in time (${reason.phase} timeout)`)
+      return pluginFailure("timeout", `the upstream did not answer in time (${reason.phase} timeout)`)
     case "ConnectFailed":
     case "ConnectionLost":
-      return pluginFailure(502, "the upstream could not be reached")
+      return pluginFailure("unavailable", "the upstream could not be reached")
     case "Malformed":
-      return pluginFailure(502, "the upstream sent a malformed response")
+      return pluginFailure("unavailable", "the upstream sent a malformed response")
     case "Aborted":
-      return pluginFailure(499, "the request was cancelled")
+      return pluginFailure("cancelled", "the request was cancelled")
   }
 }
 
@@ -219,13 +224,19 @@ const buildCall = (call: ChatCall, protocol: TextProtocol): Converted<UpstreamCa
   }
 }
 
+/** The prices this family bills by (the operator config may set no others). */
+export const TEXT_PRICE_KEYS: PriceKeys = { allowed: ["input", "output"], required: ["input", "output"] }
+
 export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin => {
   const attempt = (call: ChatCall, upstream: UpstreamConfig, protocol: TextProtocol) =>
     Effect.gen(function* () {
       const built = buildCall(call, protocol)
       if (Result.isFailure(built)) {
         return yield* Effect.fail(
-          pluginFailure(400, `${built.failure.param ? `${built.failure.param}: ` : ""}${built.failure.message}`)
+          pluginFailure(
+            "invalid_request",
+            `${built.failure.param ? `${built.failure.param}: ` : ""}${built.failure.message}`
+          )
         )
       }
       const response = yield* client.request({
@@ -245,10 +256,13 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
 
   const invoke = (call: ChatCall): Effect.Effect<ChatReply, PluginFailure> =>
     Effect.gen(function* () {
-      let last: PluginFailure = pluginFailure(502, "no upstream is configured for this model")
+      let last: PluginFailure = pluginFailure("unavailable", "no upstream is configured for this model")
       for (const upstream of call.model.upstreams) {
         if (!isTextProtocol(upstream.protocol)) {
-          last = pluginFailure(500, `upstream ${upstream.name} speaks ${upstream.protocol}, not a text protocol`)
+          last = pluginFailure(
+            "misconfigured",
+            `upstream ${upstream.name} speaks ${upstream.protocol}, not a text protocol`
+          )
           continue
         }
         const outcome = yield* Effect.result(attempt(call, upstream, upstream.protocol))
@@ -258,18 +272,18 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
         last = failureFromUpstream(error as UpstreamError)
         if (!tryNext(error as UpstreamError)) break
         yield* Effect.logWarning("upstream failed, trying the next one").pipe(
-          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, status: last.status })
+          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, reason: last.reason })
         )
       }
       return yield* Effect.fail(last)
     })
 
   return {
-    specification: PLUGIN_SPECIFICATION,
+    specificationVersion: "v1",
     id: "text",
     family: "text",
     kind: "chat",
-    pricingKeys: { allowed: ["input", "output"], required: ["input", "output"] },
+    pricingKeys: TEXT_PRICE_KEYS,
     pricing: textPricing,
     invoke
   }

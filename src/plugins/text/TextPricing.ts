@@ -3,7 +3,7 @@
  * tokenizer's count of the input plus the request's output cap (or the model's); settlement uses the upstream's
  * usage. Cache reads and writes are input tokens at the input price (no separate cache prices are configured).
  */
-import { costPerMillion } from "../../app/config/ModelPricing.ts"
+import { costPerMillion } from "../../domain/Money.ts"
 import type { Micros } from "../../domain/Money.ts"
 import type { PluginModel, PricingRule } from "../ModelPlugin.ts"
 import type { ChatRequest, Usage } from "./convert/ChatIR.ts"

@@ -54,7 +54,7 @@ export const arkCreateBody = (request: VideoRequest, upstreamModel: string): Rec
 })
 
 const malformed = (what: string): PluginFailure =>
-  pluginFailure(502, `the upstream sent a malformed video task: ${what}`)
+  pluginFailure("unavailable", `the upstream sent a malformed video task: ${what}`)
 
 /** The task id of a create answer (`{id}`). */
 export const arkTaskId = (body: unknown): Result.Result<string, PluginFailure> => {

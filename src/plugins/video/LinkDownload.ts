@@ -44,14 +44,21 @@ export const contentTypeOf = (headers: Readonly<Record<string, string | Readonly
 const linkFailure = (status: number, retryAfter: number | undefined): PluginFailure => {
   const extra = retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter }
   if (status === 429 || status === 503) {
-    return pluginFailure(status, `the video link is busy (HTTP ${status}); retry later`, extra)
+    return pluginFailure(
+      status === 429 ? "rate_limited" : "overloaded",
+      `the video link is busy (HTTP ${status}); retry later`,
+      {
+        ...extra,
+        upstreamStatus: status
+      }
+    )
   }
   return pluginFailure(
-    502,
+    "unavailable",
     status >= 400 && status < 500
       ? `the video link was refused (HTTP ${status}); it may have expired`
       : `the video link failed with HTTP ${status}`,
-    { ...extra, code: "video_download_failed" }
+    { ...extra, code: "video_download_failed", upstreamStatus: status }
   )
 }
 
@@ -63,13 +70,13 @@ const refusedFailure = (refused: FetchRefused): PluginFailure => {
     case "credentials":
     case "blocked-host":
     case "blocked-address":
-      return pluginFailure(502, `the upstream's video link was refused: ${refused.message}`, {
+      return pluginFailure("unavailable", `the upstream's video link was refused: ${refused.message}`, {
         code: VIDEO_LINK_REFUSED
       })
     case "timeout":
-      return pluginFailure(504, `the video link could not be fetched: ${refused.message}`)
+      return pluginFailure("timeout", `the video link could not be fetched: ${refused.message}`)
     default:
-      return pluginFailure(502, `the video link could not be fetched: ${refused.message}`)
+      return pluginFailure("unavailable", `the video link could not be fetched: ${refused.message}`)
   }
 }
 

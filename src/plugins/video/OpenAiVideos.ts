@@ -19,7 +19,7 @@ export const openAiVideosRefusal = (request: VideoRequest, upstreamName: string)
       ? "first/last-frame input"
       : "reference input other than a single image (several images, or reference videos)"
   return pluginFailure(
-    400,
+    "invalid_request",
     `input_type ${request.inputType}: the model's upstream ${upstreamName} speaks the OpenAI videos API, which cannot take ${what}; send text only or one reference image`,
     { code: "unsupported_input_type" }
   )
@@ -38,7 +38,7 @@ export const openAiVideosCreateBody = (request: VideoRequest, upstreamModel: str
 }
 
 const malformed = (what: string): PluginFailure =>
-  pluginFailure(502, `the upstream sent a malformed video object: ${what}`)
+  pluginFailure("unavailable", `the upstream sent a malformed video object: ${what}`)
 
 /** The id of a video object. */
 export const openAiVideoId = (body: unknown): Result.Result<string, PluginFailure> => {

@@ -8,10 +8,9 @@ import { Effect, Result } from "effect"
 import type { UpstreamClient, UpstreamResponse } from "../../adapters/upstream/UpstreamClient.ts"
 import { ArkPaths, OpenAiPaths, upstreamUrl } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
-import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
+import type { UpstreamConfig, PriceKeys } from "../ModelPlugin.ts"
 import type { GuardedFetcher } from "../../adapters/fetch/GuardedFetcher.ts"
 import {
-  PLUGIN_SPECIFICATION,
   type PluginFailure,
   pluginFailure,
   type VideoCall,
@@ -57,8 +56,8 @@ const withRetryAfter = (error: UpstreamError): PluginFailure => {
 /** A download is the gateway's own request: an upstream's 4xx there is not the client's doing. */
 const downloadFailure = (error: UpstreamError): PluginFailure => {
   const failure = withRetryAfter(error)
-  return failure.status === 400
-    ? { ...failure, status: 502, message: `the upstream refused the video download: ${failure.message}` }
+  return failure.reason === "invalid_request"
+    ? { ...failure, reason: "unavailable", message: `the upstream refused the video download: ${failure.message}` }
     : failure
 }
 
@@ -77,6 +76,9 @@ export const videoIdempotencyKey = (taskId: string): string => `tollgate-${taskI
 export interface CancelsVideoTasks {
   readonly cancel: (task: VideoTaskRef) => Effect.Effect<void, PluginFailure>
 }
+
+/** The prices this family bills by (the operator config may set no others). */
+export const VIDEO_PRICE_KEYS: PriceKeys = { allowed: ["output"], required: ["output"] }
 
 /**
  * `links` is the gateway's guarded fetcher: a finished video is downloaded from the vendor's link through it. Video
@@ -113,7 +115,9 @@ export const makeVideoPlugin = (
         : []
     )
     if (candidates.length === 0) {
-      return Result.fail(pluginFailure(500, `model ${model.id} has no ark or openai-videos upstream configured`))
+      return Result.fail(
+        pluginFailure("misconfigured", `model ${model.id} has no ark or openai-videos upstream configured`)
+      )
     }
     // An upstream that cannot express the request is skipped, not tried and refused.
     const refusals = candidates.map(({ upstream }) =>
@@ -131,7 +135,7 @@ export const makeVideoPlugin = (
 
   const create = Effect.fnUntraced(function* (call: VideoCall) {
     const able = yield* fromResult(ableUpstreams(call.request, call.model))
-    let last: PluginFailure = pluginFailure(502, "no upstream answered")
+    let last: PluginFailure = pluginFailure("unavailable", "no upstream answered")
     for (const { upstream, index } of able) {
       const outcome = yield* Effect.result(send(upstream, call))
       if (Result.isSuccess(outcome)) {
@@ -143,7 +147,7 @@ export const makeVideoPlugin = (
       last = withRetryAfter(outcome.failure)
       if (!tryNext(outcome.failure)) break
       yield* Effect.logWarning("video upstream failed, trying the next one").pipe(
-        Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, status: last.status })
+        Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, reason: last.reason })
       )
     }
     return yield* Effect.fail(last)
@@ -158,7 +162,7 @@ export const makeVideoPlugin = (
       ? Effect.succeed(upstream as UpstreamConfig & { readonly protocol: VideoProtocol })
       : Effect.fail(
           pluginFailure(
-            500,
+            "misconfigured",
             `model ${task.model.id} has no video upstream at index ${task.upstreamIndex}: the operator config changed under a running task`
           )
         )
@@ -242,11 +246,11 @@ export const makeVideoPlugin = (
   }, traced("VideoPlugin.cancel"))
 
   return {
-    specification: PLUGIN_SPECIFICATION,
+    specificationVersion: "v1",
     id: VIDEO_PLUGIN_ID,
     family: "video",
     kind: "videos",
-    pricingKeys: { allowed: ["output"], required: ["output"] },
+    pricingKeys: VIDEO_PRICE_KEYS,
     pricing: videoPricing,
     check,
     create,

@@ -3,7 +3,7 @@
  * `output` price per million. The hold prices the requested size and length; settlement prices the upstream's
  * reported `completion_tokens`, or the formula on the delivered file when the upstream reports none.
  */
-import { costPerMillion } from "../../app/config/ModelPricing.ts"
+import { costPerMillion } from "../../domain/Money.ts"
 import { pixelSize, type VideoRequest, videoTokens } from "../../domain/video/VideoSpec.ts"
 import type { PricingRule, VideoUsage } from "../ModelPlugin.ts"
 

@@ -174,7 +174,7 @@ describe("transcription on the simulator", () => {
       file: { data: new TextEncoder().encode("not audio"), filename: "x.mp3", mimeType: "audio/mpeg" }
     })
     const failed = await failure(transcribe(model, bad, null))
-    assert.strictEqual(failed.status, 400)
+    assert.strictEqual(failed.reason, "invalid_request")
     assert.strictEqual(harness.sim.calls().filter((c) => c.path === "/v1/audio/transcriptions").length, 1)
   })
 
@@ -194,7 +194,7 @@ describe("transcription on the simulator", () => {
 
   it("fails with a 500 when the model has no openai upstream", async () => {
     const model = modelOn([upstreamOn(harness.sim, "gemini")], "whisper-1", perSecond)
-    assert.strictEqual((await failure(transcribe(model, transcribeRequest("json")))).status, 500)
+    assert.strictEqual((await failure(transcribe(model, transcribeRequest("json")))).reason, "misconfigured")
   })
 })
 
@@ -239,7 +239,7 @@ describe("speech on the simulator", () => {
   })
 
   it("maps an unknown voice to a 400", async () => {
-    assert.strictEqual((await failure(speak(tts(), { voice: "nobody" }))).status, 400)
+    assert.strictEqual((await failure(speak(tts(), { voice: "nobody" }))).reason, "invalid_request")
   })
 
   it("falls back past an unreachable upstream before the first byte", async () => {

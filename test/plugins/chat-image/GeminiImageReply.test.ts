@@ -52,7 +52,7 @@ describe("Gemini image replies as chat completions", () => {
     const result = completionFromGemini({ promptFeedback: { blockReason: "SAFETY" } }, ids)
     assert.isTrue(Result.isFailure(result))
     if (Result.isFailure(result)) {
-      assert.strictEqual(result.failure.status, 400)
+      assert.strictEqual(result.failure.reason, "invalid_request")
       assert.match(result.failure.message, /rephras/)
     }
   })

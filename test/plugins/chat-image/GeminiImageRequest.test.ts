@@ -21,7 +21,7 @@ const model: PluginModel = {
   maxOutputTokens: 8192
 }
 
-const noFetch: ImageFetcher = () => Effect.fail(pluginFailure(400, "no fetch"))
+const noFetch: ImageFetcher = () => Effect.fail(pluginFailure("invalid_request", "no fetch"))
 
 const call = (body: Record<string, unknown>): ChatCall => ({
   model,

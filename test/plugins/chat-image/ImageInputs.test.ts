@@ -15,7 +15,7 @@ const bytes = (...parts: ReadonlyArray<string | ReadonlyArray<number>>) =>
 const PNG = bytes([0x89], "PNG\r\n\u001a\n", [0, 0, 0, 13])
 const GIF_B64 = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"
 
-const noFetch: ImageFetcher = () => Effect.fail(pluginFailure(400, "no fetch"))
+const noFetch: ImageFetcher = () => Effect.fail(pluginFailure("invalid_request", "no fetch"))
 
 describe("input images", () => {
   it("sniffs the accepted types and the common refused ones", () => {
@@ -43,9 +43,9 @@ describe("input images", () => {
         const exit = yield* Effect.exit(checkBase64Image(label, GIF_B64, "input image 1"))
         assert.isTrue(Exit.isFailure(exit))
         const failure = Exit.isFailure(exit)
-          ? (exit.cause.reasons[0] as { error: { message: string; status: number } }).error
+          ? (exit.cause.reasons[0] as unknown as { error: { message: string; reason: string } }).error
           : undefined
-        assert.strictEqual(failure?.status, 400)
+        assert.strictEqual(failure?.reason, "invalid_request")
         assert.include(failure?.message, "the mime type image/gif is not supported")
       }
     })

@@ -2,13 +2,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { makeGuardedFetcher } from "../../../src/adapters/fetch/GuardedFetcher.ts"
 import { ImageFetcherService } from "../../../src/plugins/chat-image/ImageInputs.ts"
-import { type ModelPlugin, type PluginModel, pluginShapeProblems } from "../../../src/plugins/ModelPlugin.ts"
-import {
-  builtinPlugins,
-  makeLookups,
-  wrongEndpointMessage,
-  type ResolvedModel
-} from "../../../src/plugins/PluginRegistry.ts"
+import type { ModelPlugin, PluginModel } from "../../../src/plugins/ModelPlugin.ts"
+import { pluginShapeProblems } from "@tollgate/plugin-spec/shape"
+import { makeLookups, wrongEndpointMessage, type ResolvedModel } from "../../../src/app/PluginRegistry.ts"
+import { builtinPlugins } from "../../../src/PluginsLayer.ts"
 import type { UpstreamClient } from "../../../src/adapters/upstream/UpstreamClient.ts"
 
 const client = { request: () => Effect.die("not called") } as unknown as UpstreamClient["Service"]
@@ -28,10 +25,11 @@ describe("the images plugin kind", () => {
     for (const plugin of plugins) assert.deepStrictEqual(pluginShapeProblems(plugin), [], plugin.id)
     const { generate: _generate, ...incomplete } = byId("dedicated-image") as Extract<ModelPlugin, { kind: "images" }>
     assert.deepStrictEqual(pluginShapeProblems(incomplete), ["generate: expected a function"])
-    assert.deepStrictEqual(pluginShapeProblems({ ...incomplete, generate: () => 0, kind: "video" }), [
-      'kind: expected "chat", "images", "videos", "embeddings", "transcription" or "speech"',
-      "invoke: expected a function"
-    ])
+    // "video" is not a built-in kind ("videos" is): as a new kind it would need an endpoint and a request schema.
+    assert.deepStrictEqual(
+      pluginShapeProblems({ ...incomplete, generate: () => 0, kind: "video" }).map((problem) => problem.split(":")[0]),
+      ["endpoint", "request", "invoke"]
+    )
   })
 
   it("declares the built-in pricing keys of each family", () => {

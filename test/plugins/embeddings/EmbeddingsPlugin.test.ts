@@ -77,8 +77,8 @@ describe("embeddings request bodies", () => {
 
   it("refuses mixed and empty inputs with a 400", () => {
     const mixed = openAiInput([text("a"), tokens([1])])
-    assert.strictEqual((mixed as { status: number }).status, 400)
-    assert.strictEqual((openAiInput([]) as { status: number }).status, 400)
+    assert.strictEqual((mixed as { reason: string }).reason, "invalid_request")
+    assert.strictEqual((openAiInput([]) as { reason: string }).reason, "invalid_request")
   })
 
   it("sends Gemini one request per text with the model path and outputDimensionality", () => {
@@ -122,10 +122,10 @@ describe("embeddings reply decoding", () => {
   })
 
   it("calls a reply with the wrong count, duplicate indexes or junk vectors malformed (502)", () => {
-    const status = (value: unknown) => (value as { status?: number }).status
-    assert.strictEqual(status(openAiVectors({ data: [{ index: 0, embedding: [1] }] }, 2)), 502)
+    const reason = (value: unknown) => (value as { reason?: string }).reason
+    assert.strictEqual(reason(openAiVectors({ data: [{ index: 0, embedding: [1] }] }, 2)), "unavailable")
     assert.strictEqual(
-      status(
+      reason(
         openAiVectors(
           {
             data: [
@@ -136,10 +136,10 @@ describe("embeddings reply decoding", () => {
           2
         )
       ),
-      502
+      "unavailable"
     )
-    assert.strictEqual(status(openAiVectors({ data: [{ index: 0, embedding: { x: 1 } }] }, 1)), 502)
-    assert.strictEqual(status(geminiVectors({ embeddings: [{ values: ["a"] }] }, 1)), 502)
+    assert.strictEqual(reason(openAiVectors({ data: [{ index: 0, embedding: { x: 1 } }] }, 1)), "unavailable")
+    assert.strictEqual(reason(geminiVectors({ embeddings: [{ values: ["a"] }] }, 1)), "unavailable")
     assert.deepStrictEqual(geminiVectors({ embeddings: [{ values: [1, 2] }] }, 1), [[1, 2]])
   })
 })

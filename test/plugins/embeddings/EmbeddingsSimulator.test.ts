@@ -89,7 +89,7 @@ describe("embeddings on the simulator's OpenAI API", () => {
       pricing
     )
     const failed = await failure(plugin.embed(call(twice, { inputs: texts("x"), dimensions: 99_999 })))
-    assert.strictEqual(failed.status, 400)
+    assert.strictEqual(failed.reason, "invalid_request")
     assert.strictEqual(harness.sim.calls().filter((c) => c.path === "/v1/embeddings").length, 1)
   })
 
@@ -173,7 +173,7 @@ describe("embeddings on the simulator's Gemini API", () => {
   it("refuses token-id inputs with a 400 before calling Gemini", async () => {
     harness.sim.clearCalls()
     const failed = await failure(plugin.embed(call(gemini(), { inputs: [{ _tag: "Tokens", tokens: [1, 2] }] })))
-    assert.strictEqual(failed.status, 400)
+    assert.strictEqual(failed.reason, "invalid_request")
     assert.strictEqual(harness.sim.calls().length, 0)
   })
 

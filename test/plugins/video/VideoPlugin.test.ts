@@ -211,19 +211,19 @@ describe("video plugin on the simulator's Ark API", () => {
     const task: VideoTaskRef = { ...call(on), ...created }
     sim.setFaults({ status: 429, retryAfterSeconds: 4 }, 1)
     const limited = await failure(plugin.poll(task))
-    assert.deepStrictEqual([limited.status, limited.retryAfterSeconds], [429, 4])
+    assert.deepStrictEqual([limited.reason, limited.retryAfterSeconds], ["rate_limited", 4])
     sim.setFaults({ status: 503, retryAfterSeconds: 2 }, 1)
     const overloaded = await failure(plugin.poll(task))
-    assert.deepStrictEqual([overloaded.status, overloaded.retryAfterSeconds], [503, 2])
+    assert.deepStrictEqual([overloaded.reason, overloaded.retryAfterSeconds], ["overloaded", 2])
     const missing = await run(plugin.poll({ ...task, upstreamTaskId: "cgt-00000000000000-nope" }))
     assert.deepStrictEqual(missing._tag === "Failed" && [missing.reason, missing.code], [
       "expired",
       "upstream_task_missing"
     ])
     sim.setFaults({ malformed: true }, 1)
-    assert.strictEqual((await failure(plugin.poll(task))).status, 502)
+    assert.strictEqual((await failure(plugin.poll(task))).reason, "unavailable")
     sim.setFaults({ status: 400 }, 1)
-    assert.strictEqual((await failure(plugin.create(call(on)))).status, 400)
+    assert.strictEqual((await failure(plugin.create(call(on)))).reason, "invalid_request")
   })
 })
 
@@ -281,7 +281,7 @@ describe("video plugin on the simulator's OpenAI videos API", () => {
         })
       )
     )
-    assert.strictEqual(refused.status, 400)
+    assert.strictEqual(refused.reason, "invalid_request")
     assert.include(refused.message, "sim-openai-videos")
     assert.strictEqual(sim.calls().length, 0)
   })

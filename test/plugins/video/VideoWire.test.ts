@@ -141,7 +141,7 @@ describe("Ark task states", () => {
   it("answers 502 for bodies that are not a task", () => {
     for (const body of [null, "x", [], { status: "dancing" }, { status: "succeeded", content: {} }, {}]) {
       const result = arkStatus(body)
-      assert.isTrue(Result.isFailure(result) && result.failure.status === 502, JSON.stringify(body))
+      assert.isTrue(Result.isFailure(result) && result.failure.reason === "unavailable", JSON.stringify(body))
     }
     assert.isTrue(Result.isFailure(arkTaskId({ id: 7 })))
     assert.strictEqual(ok(arkTaskId({ id: "cgt-1" })), "cgt-1")
@@ -172,7 +172,7 @@ describe("OpenAI videos", () => {
       request({ inputType: "reference", videos: ["https://x/c.mp4"] })
     ]) {
       const failure = openAiVideosRefusal(refused, "oa")
-      assert.strictEqual(failure?.status, 400)
+      assert.strictEqual(failure?.reason, "invalid_request")
       assert.include(failure?.message, "oa")
     }
   })

@@ -1,33 +1,24 @@
 /**
  * Maps a model id to its plugin and upstreams. Built once at start from the operator config and the loaded plugins
  * (ours and third parties'), after checking that every model names a known plugin and prices only by the keys that
- * plugin bills by.
+ * plugin declares. A plugin of a new kind brings its endpoint: the registry lists those so the edge can route them.
  */
-import { Context, Effect, Layer } from "effect"
-import { UpstreamClient } from "../adapters/upstream/UpstreamClient.ts"
-import type { CatalogModel } from "../app/ModelCatalog.ts"
-import { ModelCatalog } from "../app/ModelCatalog.ts"
-import { OperatorConfig, type OperatorConfigData, OperatorConfigError } from "../app/OperatorConfig.ts"
-import { makeSpeechPlugin } from "./audio/SpeechPlugin.ts"
-import { makeTranscriptionPlugin } from "./audio/TranscriptionPlugin.ts"
-import { makeChatImagePlugin } from "./chat-image/ChatImagePlugin.ts"
-import { type ImageFetcher, ImageFetcherService } from "./chat-image/ImageInputs.ts"
-import { GuardedFetcher } from "../adapters/fetch/GuardedFetcher.ts"
-import { makeDedicatedImagePlugin } from "./dedicated-image/DedicatedImagePlugin.ts"
-import { makeEmbeddingsPlugin } from "./embeddings/EmbeddingsPlugin.ts"
-import {
-  type ChatPlugin,
-  type ImagesPlugin,
-  type VideosPlugin,
-  type EmbeddingsPlugin,
-  type TranscriptionPlugin,
-  type SpeechPlugin,
-  type ModelPlugin,
-  type PluginModel,
-  pluginShapeProblems
-} from "./ModelPlugin.ts"
-import { makeTextPlugin } from "./text/TextPlugin.ts"
-import { makeVideoPlugin } from "./video/VideoPlugin.ts"
+import type {
+  ChatPlugin,
+  EmbeddingsPlugin,
+  EndpointPlugin,
+  ImagesPlugin,
+  ModelPlugin,
+  PluginModel,
+  SpeechPlugin,
+  TranscriptionPlugin,
+  VideosPlugin
+} from "@tollgate/plugin-spec"
+import { Context, Effect } from "effect"
+import type { OperatorConfigData } from "./config/OperatorConfigData.ts"
+import type { CatalogModel } from "./ModelCatalog.ts"
+import { OperatorConfig, OperatorConfigError } from "./OperatorConfig.ts"
+import { isBuiltinKind, pluginShapeProblems } from "@tollgate/plugin-spec/shape"
 
 /** A model served on the chat endpoints. */
 export interface RegisteredModel {
@@ -35,7 +26,7 @@ export interface RegisteredModel {
   readonly model: PluginModel
 }
 
-/** Any model with its plugin; `kind` says which endpoints serve it. */
+/** Any model with its plugin; `kind` says which endpoints serve it (`endpoint`: a new kind's own endpoint). */
 export type ResolvedModel =
   | { readonly kind: "chat"; readonly plugin: ChatPlugin; readonly model: PluginModel }
   | { readonly kind: "images"; readonly plugin: ImagesPlugin; readonly model: PluginModel }
@@ -43,8 +34,15 @@ export type ResolvedModel =
   | { readonly kind: "embeddings"; readonly plugin: EmbeddingsPlugin; readonly model: PluginModel }
   | { readonly kind: "transcription"; readonly plugin: TranscriptionPlugin; readonly model: PluginModel }
   | { readonly kind: "speech"; readonly plugin: SpeechPlugin; readonly model: PluginModel }
+  | { readonly kind: "endpoint"; readonly plugin: EndpointPlugin; readonly model: PluginModel }
 
-/** Where a model of each plugin kind is called; the other endpoints answer 400 with this address. */
+/** A new kind the gateway serves, and the path its plugins declared. */
+export interface EndpointKind {
+  readonly kind: string
+  readonly path: string
+}
+
+/** Where a model of each built-in kind is called; the other endpoints answer 400 with this address. */
 export const ENDPOINT_OF_KIND = {
   chat: "/v1/chat/completions",
   images: "/v1/images/generations",
@@ -53,6 +51,10 @@ export const ENDPOINT_OF_KIND = {
   transcription: "/v1/audio/transcriptions",
   speech: "/v1/audio/speech"
 } as const
+
+/** The path a model is called on. */
+export const endpointOf = (entry: ResolvedModel): string =>
+  entry.kind === "endpoint" ? entry.plugin.endpoint.path : ENDPOINT_OF_KIND[entry.kind]
 
 /**
  * What a model is, in the words its wrong-endpoint errors use, and how it is called. The chat kind covers two families
@@ -81,6 +83,8 @@ const describeModel = (modelId: string, entry: ResolvedModel): { readonly what: 
       return { what: "a transcription model", how: `call POST ${ENDPOINT_OF_KIND.transcription}` }
     case "speech":
       return { what: "a text-to-speech model", how: `call POST ${ENDPOINT_OF_KIND.speech}` }
+    case "endpoint":
+      return { what: `a ${entry.plugin.kind} model`, how: `call POST ${entry.plugin.endpoint.path}` }
   }
 }
 
@@ -101,14 +105,16 @@ export class PluginRegistry extends Context.Service<
     /** Any model, with the kind of its plugin. */
     readonly resolve: (modelId: string) => ResolvedModel | undefined
     readonly plugins: ReadonlyMap<string, ModelPlugin>
+    /** The new kinds the loaded plugins declare, each with its endpoint. */
+    readonly endpoints: ReadonlyArray<EndpointKind>
   }
->()("tollgate/plugins/PluginRegistry") {}
+>()("tollgate/app/PluginRegistry") {}
 
-/** Imports the operator's plugin modules; each exports a plugin as its default export (or as `plugin`). */
 type Loaded =
   | { readonly _tag: "Loaded"; readonly plugin: ModelPlugin }
   | { readonly _tag: "Broken"; readonly issues: ReadonlyArray<string> }
 
+/** Imports the operator's plugin modules; each exports a plugin as its default export (or as `plugin`). */
 export const loadPlugins = (specifiers: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     // Every module is tried, so an operator sees every broken one at once.
@@ -121,7 +127,7 @@ export const loadPlugins = (specifiers: ReadonlyArray<string>) =>
           const candidate = module.default ?? module.plugin
           const problems = pluginShapeProblems(candidate)
           return problems.length > 0
-            ? { _tag: "Broken", issues: problems.map((p) => `plugins: ${specifier}: ${p}`) }
+            ? { _tag: "Broken", issues: problems.map((problem) => `plugins: ${specifier}: ${problem}`) }
             : { _tag: "Loaded", plugin: candidate as ModelPlugin }
         }),
         Effect.catch((issue: string) => Effect.succeed<Loaded>({ _tag: "Broken", issues: [issue] }))
@@ -133,21 +139,30 @@ export const loadPlugins = (specifiers: ReadonlyArray<string>) =>
   })
 
 /** A model with its plugin, tagged by the plugin's kind. */
-const resolvedOf = (plugin: ModelPlugin, model: PluginModel): ResolvedModel => {
-  switch (plugin.kind) {
-    case "chat":
-      return { kind: "chat", plugin, model }
-    case "images":
-      return { kind: "images", plugin, model }
-    case "videos":
-      return { kind: "videos", plugin, model }
-    case "embeddings":
-      return { kind: "embeddings", plugin, model }
-    case "transcription":
-      return { kind: "transcription", plugin, model }
-    case "speech":
-      return { kind: "speech", plugin, model }
+const resolvedOf = (plugin: ModelPlugin, model: PluginModel): ResolvedModel =>
+  isBuiltinKind(plugin.kind)
+    ? ({ kind: plugin.kind, plugin, model } as ResolvedModel)
+    : { kind: "endpoint", plugin: plugin as EndpointPlugin, model }
+
+/**
+ * The new kinds and their paths. Plugins of one kind must agree on its path, and no two kinds may share one; a path
+ * the gateway serves itself is refused by the router at start.
+ */
+const endpointKinds = (plugins: ReadonlyArray<ModelPlugin>) => {
+  const byKind = new Map<string, string>()
+  const issues: Array<string> = []
+  for (const plugin of plugins) {
+    if (isBuiltinKind(plugin.kind)) continue
+    const path = (plugin as EndpointPlugin).endpoint.path
+    const known = byKind.get(plugin.kind)
+    if (known !== undefined && known !== path) {
+      issues.push(`plugins: '${plugin.id}' serves kind '${plugin.kind}' at ${path}, another plugin at ${known}`)
+    }
+    const other = [...byKind].find(([kind, taken]) => taken === path && kind !== plugin.kind)
+    if (other !== undefined) issues.push(`plugins: '${plugin.id}' declares ${path}, taken by kind '${other[0]}'`)
+    if (known === undefined) byKind.set(plugin.kind, path)
   }
+  return { endpoints: [...byKind].map(([kind, path]) => ({ kind, path })), issues }
 }
 
 export const buildRegistry = (
@@ -164,7 +179,10 @@ export const buildRegistry = (
       if (byId.has(plugin.id)) taken.push(`plugins: id '${plugin.id}' is already declared by another plugin`)
       else byId.set(plugin.id, plugin)
     }
-    if (taken.length > 0) return yield* new OperatorConfigError({ source: "plugins", issues: taken })
+    const { endpoints, issues } = endpointKinds([...byId.values()])
+    if (taken.length + issues.length > 0) {
+      return yield* new OperatorConfigError({ source: "plugins", issues: [...taken, ...issues] })
+    }
     yield* OperatorConfig.validatePlugins(
       config,
       new Map([...byId].map(([id, plugin]) => [id, plugin.pricingKeys] as const)),
@@ -172,14 +190,9 @@ export const buildRegistry = (
     )
     const entries = new Map<string, ResolvedModel>()
     const catalog: Array<CatalogModel> = []
-    const unavailable: Array<string> = []
-    config.models.forEach((model, index) => {
+    config.models.forEach((model) => {
       const plugin = byId.get(model.plugin)
-      if (plugin === undefined) {
-        // A built-in family this build does not serve yet: say so at start instead of failing on the first call.
-        unavailable.push(`models[${index}].plugin: '${model.plugin}' is not available in this build`)
-        return
-      }
+      if (plugin === undefined) return
       const registered: PluginModel = {
         id: model.id,
         upstreams: model.upstreams,
@@ -190,8 +203,7 @@ export const buildRegistry = (
       entries.set(model.id, resolvedOf(plugin, registered))
       catalog.push({ id: model.id, ownedBy: ownedBy(model.id), created, displayName: model.id })
     })
-    if (unavailable.length > 0) return yield* new OperatorConfigError({ source: "models", issues: unavailable })
-    return { entries, catalog, plugins: byId }
+    return { entries, catalog, plugins: byId, endpoints }
   })
 
 /** Lookups over the entries: `lookup` sees chat models only; `resolve` any model with its kind. */
@@ -202,40 +214,3 @@ export const makeLookups = (entries: ReadonlyMap<string, ResolvedModel>) => ({
   },
   resolve: (id: string): ResolvedModel | undefined => entries.get(id)
 })
-
-/** The built-in families over one upstream client, the fetcher of user image links and the guarded fetcher. */
-export const builtinPlugins = (
-  client: UpstreamClient["Service"],
-  fetcher: ImageFetcher,
-  links: GuardedFetcher["Service"]
-): ReadonlyArray<ModelPlugin> => [
-  makeTextPlugin(client),
-  makeChatImagePlugin(client, fetcher),
-  makeDedicatedImagePlugin(client, fetcher),
-  makeVideoPlugin(client, links),
-  makeEmbeddingsPlugin(client),
-  makeTranscriptionPlugin(client),
-  makeSpeechPlugin(client)
-]
-
-/** Registry + catalog from the loaded operator config, with the built-in plugins and the configured ones. */
-export const layerFrom = (ownedBy: (modelId: string) => string) =>
-  Layer.effectContext(
-    Effect.gen(function* () {
-      const config = yield* OperatorConfig
-      const client = yield* UpstreamClient
-      const fetcher = yield* ImageFetcherService
-      const links = yield* GuardedFetcher
-      const external = yield* loadPlugins(config.plugins)
-      const built = yield* buildRegistry(
-        config,
-        [...builtinPlugins(client, fetcher, links), ...external],
-        ownedBy,
-        1_767_225_600
-      )
-      return Context.make(
-        PluginRegistry,
-        PluginRegistry.of({ ...makeLookups(built.entries), plugins: built.plugins })
-      ).pipe(Context.add(ModelCatalog, ModelCatalog.of({ models: built.catalog })))
-    })
-  )

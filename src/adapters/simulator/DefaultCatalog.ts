@@ -4,12 +4,12 @@
  * models on the simulator's Ark API, and embeddings (OpenAI and Gemini), transcription and speech models, so
  * `npm start` runs the same adapters, converters and billing as production.
  */
-import { noRateLimits } from "../domain/keys/RateLimits.ts"
+import { noRateLimits } from "../../domain/keys/RateLimits.ts"
 import { Effect, Layer, Redacted } from "effect"
-import { Simulator } from "../adapters/simulator/Simulator.ts"
-import { makeModelPricing } from "../app/config/ModelPricing.ts"
-import { OperatorConfigDefaults } from "../app/config/decodeOperatorConfig.ts"
-import { OperatorConfig, type OperatorConfigData, type UpstreamConfig } from "../app/OperatorConfig.ts"
+import { Simulator } from "./Simulator.ts"
+import { makeModelPricing } from "../../app/config/ModelPricing.ts"
+import { OperatorConfigDefaults } from "../../app/config/decodeOperatorConfig.ts"
+import { OperatorConfig, type OperatorConfigData, type UpstreamConfig } from "../../app/OperatorConfig.ts"
 
 export const SIMULATOR_OWNER = "simulator"
 

@@ -1,0 +1,101 @@
+/**
+ * The runtime check of a plugin value against this spec, shared by the gateway (before its registry accepts a loaded
+ * module) and the contract suites: every problem at once, each naming the field, so an author fixes a broken plugin in
+ * one pass instead of discovering it on the first call. No dependencies: importable from any runtime.
+ */
+/** The contract version this build implements. */
+export const SPECIFICATION_VERSION = "v1"
+
+const BUILTIN_KINDS = ["chat", "images", "videos", "embeddings", "transcription", "speech"] as const
+
+/** The functions each built-in kind must provide, besides `pricing.estimate` and `pricing.price`. */
+const METHODS: Readonly<Record<(typeof BUILTIN_KINDS)[number], ReadonlyArray<string>>> = {
+  chat: ["invoke"],
+  images: ["generate", "edit"],
+  videos: ["create", "poll", "download"],
+  embeddings: ["embed"],
+  transcription: ["transcribe"],
+  speech: ["speak"]
+}
+
+const KIND_NAME = /^[a-z][a-z0-9-]{0,39}$/
+const PRICE_KEY = /^[a-z][A-Za-z0-9]{0,39}$/
+const ENDPOINT_PATH = /^\/v1(\/[a-z0-9][a-z0-9_-]*)+$/
+
+export const isBuiltinKind = (kind: string): kind is (typeof BUILTIN_KINDS)[number] =>
+  (BUILTIN_KINDS as ReadonlyArray<string>).includes(kind)
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const priceKeyProblems = (pricingKeys: unknown): ReadonlyArray<string> => {
+  if (!isRecord(pricingKeys)) return ["pricingKeys: expected { allowed, required }"]
+  const problems: Array<string> = []
+  for (const list of ["allowed", "required"] as const) {
+    const keys = pricingKeys[list]
+    if (!Array.isArray(keys)) {
+      problems.push(`pricingKeys.${list}: expected an array`)
+      continue
+    }
+    const bad = keys.filter((key) => typeof key !== "string" || !PRICE_KEY.test(key))
+    if (bad.length > 0) {
+      problems.push(
+        `pricingKeys.${list}: ${bad.map(String).join(", ")} is not a price key name (lowerCamelCase letters and digits)`
+      )
+    }
+  }
+  const allowed = Array.isArray(pricingKeys.allowed) ? pricingKeys.allowed : []
+  if (Array.isArray(pricingKeys.required)) {
+    const outside = pricingKeys.required.filter((key) => !allowed.includes(key))
+    if (outside.length > 0) problems.push(`pricingKeys.required: ${outside.join(", ")} is not in pricingKeys.allowed`)
+  }
+  if (allowed.length === 0) problems.push("pricingKeys.allowed: expected at least one price key")
+  return problems
+}
+
+/** What is wrong with a new kind's declaration: its endpoint and request schema. */
+const endpointProblems = (plugin: Record<string, unknown>): ReadonlyArray<string> => {
+  const problems: Array<string> = []
+  const endpoint = plugin.endpoint
+  if (!isRecord(endpoint)) problems.push('endpoint: expected { method: "POST", path: "/v1/…" } for a new kind')
+  else {
+    if (endpoint.method !== "POST") problems.push('endpoint.method: expected "POST"')
+    if (typeof endpoint.path !== "string" || !ENDPOINT_PATH.test(endpoint.path)) {
+      problems.push("endpoint.path: expected a path under /v1 such as /v1/rerank")
+    }
+  }
+  const request = plugin.request
+  if (!isRecord(request) || !isRecord(request["~standard"]) || typeof request["~standard"].validate !== "function") {
+    problems.push("request: expected a Standard Schema (an object with ['~standard'].validate)")
+  }
+  if (typeof plugin.invoke !== "function") problems.push("invoke: expected a function")
+  return problems
+}
+
+/** Every problem with a loaded module's plugin value; empty when the registry can accept it. */
+export const pluginShapeProblems = (value: unknown): ReadonlyArray<string> => {
+  if (!isRecord(value)) return ["the module's default export is not an object"]
+  const problems: Array<string> = []
+  if (value.specificationVersion !== SPECIFICATION_VERSION) {
+    problems.push(`specificationVersion: expected "${SPECIFICATION_VERSION}"`)
+  }
+  if (typeof value.id !== "string" || value.id.length === 0) problems.push("id: expected a non-empty string")
+  if (typeof value.family !== "string") problems.push("family: expected a string")
+  const pricing = value.pricing
+  if (!isRecord(pricing) || typeof pricing.estimate !== "function") {
+    problems.push("pricing.estimate: expected a function")
+  }
+  if (!isRecord(pricing) || typeof pricing.price !== "function") problems.push("pricing.price: expected a function")
+  const kind = value.kind
+  if (typeof kind !== "string" || !KIND_NAME.test(kind)) {
+    problems.push(
+      `kind: expected one of ${BUILTIN_KINDS.join(", ")}, or a new kind's name (lowercase letters, digits, dashes)`
+    )
+  } else if (isBuiltinKind(kind)) {
+    for (const method of METHODS[kind]) {
+      if (typeof value[method] !== "function") problems.push(`${method}: expected a function`)
+    }
+  } else problems.push(...endpointProblems(value))
+  problems.push(...priceKeyProblems(value.pricingKeys))
+  return problems
+}
