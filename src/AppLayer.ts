@@ -17,6 +17,8 @@ import { UpstreamClient } from "./adapters/upstream/UpstreamClient.ts"
 import { ChatGateway } from "./app/ChatGateway.ts"
 import { ImageGateway } from "./app/ImageGateway.ts"
 import { EmbeddingsGateway } from "./app/EmbeddingsGateway.ts"
+import { EndpointGateway } from "./app/EndpointGateway.ts"
+import * as EndpointApi from "./http/EndpointApi.ts"
 import { AudioGateway } from "./app/AudioGateway.ts"
 import * as EmbeddingsApi from "./http/EmbeddingsApi.ts"
 import * as AudioApi from "./http/AudioApi.ts"
@@ -161,6 +163,7 @@ export const servicesLayer = (options: AppOptions) => {
     ChatGateway.layer,
     ImageGateway.layer,
     EmbeddingsGateway.layer,
+    EndpointGateway.layer,
     AudioGateway.layer,
     PrometheusRegistry.layer,
     videos
@@ -179,6 +182,7 @@ export const routesLayer = Layer.mergeAll(
   GeminiApi.layer,
   ImagesApi.layer,
   EmbeddingsApi.layer,
+  EndpointApi.layer,
   AudioApi.layer,
   VideosApi.layer,
   ConsoleApp.layer,

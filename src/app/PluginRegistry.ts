@@ -52,6 +52,16 @@ export const ENDPOINT_OF_KIND = {
   speech: "/v1/audio/speech"
 } as const
 
+/** Paths the gateway serves itself; a new kind may not declare one of them. */
+const RESERVED_PATHS: ReadonlySet<string> = new Set([
+  ...Object.values(ENDPOINT_OF_KIND),
+  "/v1/messages",
+  "/v1/messages/count_tokens",
+  "/v1/images/edits",
+  "/v1/models",
+  "/v1/usage"
+])
+
 /** The path a model is called on. */
 export const endpointOf = (entry: ResolvedModel): string =>
   entry.kind === "endpoint" ? entry.plugin.endpoint.path : ENDPOINT_OF_KIND[entry.kind]
@@ -146,7 +156,7 @@ const resolvedOf = (plugin: ModelPlugin, model: PluginModel): ResolvedModel =>
 
 /**
  * The new kinds and their paths. Plugins of one kind must agree on its path, and no two kinds may share one; a path
- * the gateway serves itself is refused by the router at start.
+ * the gateway serves itself is refused.
  */
 const endpointKinds = (plugins: ReadonlyArray<ModelPlugin>) => {
   const byKind = new Map<string, string>()
@@ -158,6 +168,8 @@ const endpointKinds = (plugins: ReadonlyArray<ModelPlugin>) => {
     if (known !== undefined && known !== path) {
       issues.push(`plugins: '${plugin.id}' serves kind '${plugin.kind}' at ${path}, another plugin at ${known}`)
     }
+    if (RESERVED_PATHS.has(path))
+      issues.push(`plugins: '${plugin.id}' declares ${path}, which the gateway serves itself`)
     const other = [...byKind].find(([kind, taken]) => taken === path && kind !== plugin.kind)
     if (other !== undefined) issues.push(`plugins: '${plugin.id}' declares ${path}, taken by kind '${other[0]}'`)
     if (known === undefined) byKind.set(plugin.kind, path)

@@ -64,8 +64,10 @@ const endpointProblems = (plugin: Record<string, unknown>): ReadonlyArray<string
       problems.push("endpoint.path: expected a path under /v1 such as /v1/rerank")
     }
   }
-  const request = plugin.request
-  if (!isRecord(request) || !isRecord(request["~standard"]) || typeof request["~standard"].validate !== "function") {
+  // A schema may be a function object (Effect Schema's are), so only its `~standard` property is looked at.
+  const request = plugin.request as { readonly "~standard"?: unknown } | null | undefined
+  const standard = request === null || request === undefined ? undefined : request["~standard"]
+  if (!isRecord(standard) || typeof standard.validate !== "function") {
     problems.push("request: expected a Standard Schema (an object with ['~standard'].validate)")
   }
   if (typeof plugin.invoke !== "function") problems.push("invoke: expected a function")

@@ -289,4 +289,49 @@ describe("the registry built from the operator config", () => {
       assert.include(issues[0], "text")
     })
   )
+
+  // A new kind brings its own endpoint, but never takes one the gateway serves, or another kind's.
+  const endpointSource = (id: string, kind: string, path: string) =>
+    pluginSource(
+      `id: "${id}", kind: "${kind}", endpoint: { method: "POST", path: "${path}" },
+       request: { "~standard": { version: 1, vendor: "test", validate: (value) => ({ value }) } },`
+    )
+
+  it.effect("lists each new kind with its endpoint", () =>
+    Effect.gen(function* () {
+      const file = moduleFile("rank.mjs", endpointSource("ranker", "rank", "/v1/rank"))
+      const loaded = yield* parse(
+        config(`  - { id: r, plugin: ranker, upstreams: [a], pricing: { perCall: "1" } }`, [file])
+      )
+      const built = yield* buildRegistry(
+        loaded,
+        [makeTextPlugin(unusedClient), ...(yield* loadPlugins([file]))],
+        (id) => id,
+        0
+      )
+      assert.deepStrictEqual(built.endpoints, [{ kind: "rank", path: "/v1/rank" }])
+      assert.strictEqual(built.entries.get("r")?.kind, "endpoint")
+    })
+  )
+
+  it.effect("refuses a new kind that declares a path the gateway serves, or one another kind took", () =>
+    Effect.gen(function* () {
+      const taken = moduleFile("taken.mjs", endpointSource("squatter", "vectors", "/v1/embeddings"))
+      const first = moduleFile("first.mjs", endpointSource("one", "rank", "/v1/rank"))
+      const second = moduleFile("second.mjs", endpointSource("two", "order", "/v1/rank"))
+      const issues = yield* issuesOf(
+        registry(
+          config(`  - { id: m, plugin: text, upstreams: [a], pricing: { input: "1", output: "1" } }`, [
+            taken,
+            first,
+            second
+          ])
+        )
+      )
+      assert.deepStrictEqual(issues, [
+        "plugins: 'squatter' declares /v1/embeddings, which the gateway serves itself",
+        "plugins: 'two' declares /v1/rank, taken by kind 'rank'"
+      ])
+    })
+  )
 })
