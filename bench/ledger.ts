@@ -13,6 +13,7 @@ import * as PgAccounts from "../src/adapters/store/PgAccounts.ts"
 import * as PgReplay from "../src/adapters/store/PgReplay.ts"
 import { Accounts } from "../src/app/Accounts.ts"
 import { defaultLedgerOptions, Ledger } from "../src/app/Ledger.ts"
+import * as PgLedgerWriter from "../src/adapters/store/PgLedgerWriter.ts"
 import { Replay } from "../src/app/Replay.ts"
 import { freshPostgres } from "../test/support/TestDatabase.ts"
 
@@ -64,9 +65,11 @@ const run = (label: string, store: ReturnType<typeof Database.layer>, shards: nu
     )
   }).pipe(
     Effect.provide(
-      Layer.mergeAll(Ledger.layerWith({ ...defaultLedgerOptions, shards }), PgAccounts.layer, PgReplay.layer).pipe(
-        Layer.provideMerge(store)
-      )
+      Layer.mergeAll(
+        PgLedgerWriter.layerWith({ ...defaultLedgerOptions, shards }),
+        PgAccounts.layer,
+        PgReplay.layer
+      ).pipe(Layer.provideMerge(store))
     )
   )
 

@@ -13,7 +13,10 @@ import * as PgKeys from "./adapters/store/PgKeys.ts"
 import * as PgReplay from "./adapters/store/PgReplay.ts"
 import * as ProjectionVersions from "./adapters/store/ProjectionVersions.ts"
 import * as PgStatements from "./adapters/store/PgStatements.ts"
+import * as PgVideoTasks from "./adapters/store/PgVideoTasks.ts"
 import { UpstreamClient } from "./adapters/upstream/UpstreamClient.ts"
+import * as MediaProbeLive from "./adapters/media/MediaProbeLive.ts"
+import * as TokenCounterLive from "./adapters/tokenizer/TokenCounterLive.ts"
 import { ChatGateway } from "./app/ChatGateway.ts"
 import { ImageGateway } from "./app/ImageGateway.ts"
 import { EmbeddingsGateway } from "./app/EmbeddingsGateway.ts"
@@ -26,6 +29,7 @@ import { defaultVideoWorkerOptions, VideoTasks, type VideoWorkerOptions } from "
 import * as FileContentStore from "./adapters/content/FileContentStore.ts"
 import * as VideosApi from "./http/VideosApi.ts"
 import { defaultLedgerOptions, Ledger, type LedgerOptions } from "./app/Ledger.ts"
+import * as PgLedgerWriter from "./adapters/store/PgLedgerWriter.ts"
 import { SettlementJournal } from "./app/SettlementJournal.ts"
 import * as FileSettlementJournal from "./adapters/journal/FileSettlementJournal.ts"
 import { OperatorConfig, type OperatorConfigError } from "./app/OperatorConfig.ts"
@@ -50,7 +54,8 @@ import * as ChatApi from "./http/ChatApi.ts"
 import * as GeminiApi from "./http/GeminiApi.ts"
 import * as ImagesApi from "./http/ImagesApi.ts"
 import { ImageFetcherService } from "./plugins/chat-image/ImageInputs.ts"
-import { GuardedFetcher, type GuardedFetcherOptions } from "./adapters/fetch/GuardedFetcher.ts"
+import { GuardedFetcher } from "./app/ports/GuardedFetcher.ts"
+import { type GuardedFetcherOptions, guardedFetcherLayer } from "./adapters/fetch/GuardedFetcher.ts"
 import * as DefaultCatalog from "./adapters/simulator/DefaultCatalog.ts"
 import * as PluginsLayer from "./PluginsLayer.ts"
 import * as PublicApi from "./http/PublicApi.ts"
@@ -110,7 +115,7 @@ export const servicesLayer = (options: AppOptions) => {
     options.journalDir === undefined ? SettlementJournal.inMemory : FileSettlementJournal.layer(options.journalDir)
   const ledger = Layer.unwrap(
     Effect.map(OperatorConfig, (operator) =>
-      Ledger.layerWith({
+      PgLedgerWriter.layerWith({
         ...defaultLedgerOptions,
         shards,
         holdTtlSeconds: operator.ledger.holdTtlSeconds,
@@ -128,7 +133,7 @@ export const servicesLayer = (options: AppOptions) => {
   ).pipe(Layer.provide(config))
   const countedLedger = RateLimitTokens.layer.pipe(Layer.provide(Layer.merge(ledger, rateLimiter)))
   // One guarded fetcher for every URL the gateway did not choose: image links, video input links, video results.
-  const guarded = GuardedFetcher.layer(options.imageFetch ?? {})
+  const guarded = guardedFetcherLayer(options.imageFetch ?? {})
   const registry = PluginsLayer.layerFrom((id) =>
     options.configPath === undefined ? DefaultCatalog.SIMULATOR_OWNER : `tollgate:${id.split("-")[0]}`
   ).pipe(
@@ -154,10 +159,13 @@ export const servicesLayer = (options: AppOptions) => {
     Layer.succeed(AdminApi.AdminToken, options.adminToken),
     AudioApi.AudioSettings.layer(options.maxAudioBytes ?? AudioApi.DEFAULT_MAX_AUDIO_BYTES),
     AuthThrottle.layerWith({ ...defaultAuthThrottleOptions, ...options.authThrottle }),
-    Layer.succeed(MetricsToken, Option.fromUndefinedOr(options.metricsToken))
+    Layer.succeed(MetricsToken, Option.fromUndefinedOr(options.metricsToken)),
+    TokenCounterLive.layer,
+    MediaProbeLive.layer
   ).pipe(Layer.provideMerge(Layer.merge(store, config)))
   const videos = VideoTasks.layerWith({ ...defaultVideoWorkerOptions, ...options.video }).pipe(
-    Layer.provideMerge(FileContentStore.layer(options.contentDir))
+    Layer.provideMerge(FileContentStore.layer(options.contentDir)),
+    Layer.provide(PgVideoTasks.layer)
   )
   return Layer.mergeAll(
     ChatGateway.layer,

@@ -3,7 +3,7 @@
  * client and the guarded fetchers, plus the modules the operator config lists, checked and registered together.
  */
 import { Context, Effect, Layer } from "effect"
-import { GuardedFetcher } from "./adapters/fetch/GuardedFetcher.ts"
+import { GuardedFetcher } from "./app/ports/GuardedFetcher.ts"
 import { UpstreamClient } from "./adapters/upstream/UpstreamClient.ts"
 import { ModelCatalog } from "./app/ModelCatalog.ts"
 import { OperatorConfig } from "./app/OperatorConfig.ts"

@@ -11,8 +11,8 @@
  */
 import { CurrentTelemetry } from "./RequestTelemetry.ts"
 import { Context, Effect, Exit, Layer, Stream } from "effect"
-import { audioDurationMillis, upperBoundMillis } from "../adapters/media/AudioDuration.ts"
-import { countText } from "../adapters/tokenizer/Tokenizer.ts"
+import { MediaProbe } from "./ports/MediaProbe.ts"
+import { TokenCounter } from "./ports/TokenCounter.ts"
 import {
   type PluginModel,
   pluginFailure,
@@ -64,6 +64,8 @@ export class AudioGateway extends Context.Service<
     Effect.gen(function* () {
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
+      const tokens = yield* TokenCounter
+      const media = yield* MediaProbe
       const transcriptionModel = (modelId: string, key: AuthenticatedKey) =>
         resolveModel(registry, "transcription", modelId, key, "POST /v1/audio/transcriptions")
       const speechModel = (modelId: string, key: AuthenticatedKey) =>
@@ -72,10 +74,10 @@ export class AudioGateway extends Context.Service<
       const transcribe = Effect.fnUntraced(function* (input: TranscriptionInput) {
         const { plugin, model } = yield* transcriptionModel(input.model, input.key)
         const { data, filename } = input.request.file
-        const measuredMillis = yield* audioDurationMillis(data, filename)
-        const audioMillis = measuredMillis ?? upperBoundMillis(data.length)
+        const measuredMillis = yield* media.audioMillis(data, filename)
+        const audioMillis = measuredMillis ?? media.audioUpperBoundMillis(data.length)
         const estimate = plugin.pricing.estimate(
-          { request: input.request, audioMillis, promptTokens: countText(input.request.prompt ?? "") },
+          { request: input.request, audioMillis, promptTokens: tokens.count(input.request.prompt ?? "") },
           model
         )
         const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) =>
@@ -98,7 +100,7 @@ export class AudioGateway extends Context.Service<
         holdId: string,
         exit: Exit.Exit<unknown, unknown>
       ) => {
-        const usage = { characters: [...input.request.input].length, inputTokens: countText(input.request.input) }
+        const usage = { characters: [...input.request.input].length, inputTokens: tokens.count(input.request.input) }
         return ledger
           .settleDelivered(input.key.accountId, holdId, plugin.pricing.price(usage, model), {
             ...usage,
@@ -112,7 +114,7 @@ export class AudioGateway extends Context.Service<
         const telemetry = yield* CurrentTelemetry
         const { plugin, model } = yield* speechModel(input.model, input.key)
         const estimate = plugin.pricing.estimate(
-          { request: input.request, inputTokens: countText(input.request.input) },
+          { request: input.request, inputTokens: tokens.count(input.request.input) },
           model
         )
         const abort = new AbortController()

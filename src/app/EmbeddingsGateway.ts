@@ -5,7 +5,7 @@
  * delivered (`rejected` for a refusal of the request, `failed` for an outage, `cancelled` when the client went away).
  */
 import { Context, Effect, Layer } from "effect"
-import { countText, finishTally, tallyTexts } from "../adapters/tokenizer/Tokenizer.ts"
+import { TokenCounter } from "./ports/TokenCounter.ts"
 import type { EmbeddingInput, EmbeddingsReply, EmbeddingsRequest } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "./PluginRegistry.ts"
 import { UpstreamFailed } from "./ChatErrors.ts"
@@ -25,20 +25,14 @@ export interface EmbeddingsInput {
 export type EmbeddingsError = HeldCallError
 
 /** Input tokens for the hold: the tokenizer's count of each text, the length of each pre-tokenized array. */
-export const countEmbeddingInputs = (inputs: ReadonlyArray<EmbeddingInput>): number =>
-  inputs.reduce((sum, input) => sum + (input._tag === "Text" ? countText(input.text) : input.tokens.length), 0)
-
-/** `countEmbeddingInputs`, with big texts counted in slices that leave the event loop free between them. */
-const countEmbeddingInputsSliced = (inputs: ReadonlyArray<EmbeddingInput>): Effect.Effect<number> => {
+const countInputs = (tokens: TokenCounter["Service"], inputs: ReadonlyArray<EmbeddingInput>): Effect.Effect<number> => {
   const texts: Array<string> = []
   let tokenIds = 0
   for (const input of inputs) {
     if (input._tag === "Text") texts.push(input.text)
     else tokenIds += input.tokens.length
   }
-  const tally = tallyTexts(texts)
-  tally.tokens += tokenIds
-  return finishTally(tally)
+  return Effect.map(tokens.countMany(texts), (counted) => counted + tokenIds)
 }
 
 export class EmbeddingsGateway extends Context.Service<
@@ -50,6 +44,7 @@ export class EmbeddingsGateway extends Context.Service<
     Effect.gen(function* () {
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
+      const tokens = yield* TokenCounter
 
       const embed = Effect.fnUntraced(function* (input: EmbeddingsInput) {
         const { plugin, model } = yield* resolveModel(
@@ -59,7 +54,7 @@ export class EmbeddingsGateway extends Context.Service<
           input.key,
           "POST /v1/embeddings"
         )
-        const inputTokens = yield* countEmbeddingInputsSliced(input.request.inputs)
+        const inputTokens = yield* countInputs(tokens, input.request.inputs)
         const estimate = plugin.pricing.estimate({ request: input.request, inputTokens }, model)
         const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) =>
           plugin.embed({ model, request: input.request, inputTokens, requestId: input.requestId, signal })

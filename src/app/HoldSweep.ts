@@ -7,11 +7,9 @@
  * renewed their own first.
  */
 import { Clock, Effect, Schedule } from "effect"
-import type { SqlClient } from "effect/sql"
-import { storeUnavailable } from "../adapters/store/PgEventStore.ts"
-import { dropResolvedLeases, orphanHolds, writeLeases } from "../adapters/store/PgHoldLeases.ts"
 import type { Decision, LedgerCommand } from "../domain/ledger/LedgerAccount.ts"
 import type { LiveHolds, StoreHealth } from "./LiveHolds.ts"
+import type { HoldLeaseStore } from "./ports/LedgerWriter.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
 
 export interface HoldSweepOptions {
@@ -41,7 +39,7 @@ const LEASE_CLEANUP_EVERY_SWEEPS = 20
 
 /** Starts the lease renewals and the periodic sweep in the current scope; returns the sweep for direct calls. */
 export const makeHoldSweep = (deps: {
-  readonly sql: SqlClient.SqlClient
+  readonly leases: HoldLeaseStore
   readonly live: LiveHolds
   readonly submit: (
     command: LedgerCommand,
@@ -51,7 +49,7 @@ export const makeHoldSweep = (deps: {
   readonly options: HoldSweepOptions
 }) =>
   Effect.gen(function* () {
-    const { sql, live, submit, health, options } = deps
+    const { leases, live, submit, health, options } = deps
     const { renewMillis, leaseMillis } = leaseTimings(options)
 
     // Wakes only while there is lease work: an idle instance does not tick every interval.
@@ -62,7 +60,7 @@ export const makeHoldSweep = (deps: {
       const renewals = live.renewals(nowMs, renewMillis)
       const gone = live.takeEnded()
       if (renewals.length > 0 || gone.length > 0) {
-        yield* writeLeases(sql, renewals, gone, new Date(nowMs), new Date(nowMs + leaseMillis)).pipe(
+        yield* leases.write(renewals, gone, new Date(nowMs), new Date(nowMs + leaseMillis)).pipe(
           Effect.catch((error) =>
             Effect.sync(() => {
               health.troubleAt = nowMs
@@ -97,9 +95,7 @@ export const makeHoldSweep = (deps: {
     let sweeps = 0
     const sweepExpiredHolds = Effect.gen(function* () {
       const now = new Date(yield* Clock.currentTimeMillis)
-      const orphans = yield* orphanHolds(sql, now, SWEEP_LIMIT).pipe(
-        Effect.catchTag("SqlError", (e) => Effect.fail(storeUnavailable(e)))
-      )
+      const orphans = yield* leases.orphans(now, SWEEP_LIMIT)
       const results = yield* Effect.forEach(
         orphans.filter((hold) => !live.has(hold.hold_id)),
         (hold) => resolveOrphan(hold, now.toISOString()),
@@ -109,7 +105,7 @@ export const makeHoldSweep = (deps: {
       // the sweep resolved its holds, or (for a crash between a resolution and its lease's deletion) now and then.
       sweeps += 1
       if (orphans.length > 0 || sweeps % LEASE_CLEANUP_EVERY_SWEEPS === 0) {
-        yield* dropResolvedLeases(sql).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeUnavailable(e))))
+        yield* leases.dropResolved
       }
       // A hold resolved meanwhile is rejected as not pending: it was resolved exactly once, by someone else.
       return results.filter((d) => d._tag === "Accepted").length

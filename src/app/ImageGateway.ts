@@ -6,7 +6,7 @@
  * never stored: the ledger records the usage and the charge only.
  */
 import { Context, Effect, Layer } from "effect"
-import { countText } from "../adapters/tokenizer/Tokenizer.ts"
+import { TokenCounter } from "./ports/TokenCounter.ts"
 import type { ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "./PluginRegistry.ts"
 import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
@@ -34,12 +34,13 @@ export class ImageGateway extends Context.Service<
     Effect.gen(function* () {
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
+      const tokens = yield* TokenCounter
 
       const images = Effect.fnUntraced(function* (input: ImagesInput) {
         const called = input.operation === "edit" ? "POST /v1/images/edits" : "POST /v1/images/generations"
         const { plugin, model } = yield* resolveModel(registry, "images", input.model, input.key, called)
         const estimate = plugin.pricing.estimate(
-          { operation: input.operation, request: input.request, promptTokens: countText(input.request.prompt) },
+          { operation: input.operation, request: input.request, promptTokens: tokens.count(input.request.prompt) },
           model
         )
         const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) => {

@@ -9,16 +9,8 @@
  * their progress, so the sweep resolves only holds whose request is gone (HoldSweep); a delivered response's
  * settlement commits or is journaled and retried until it does (`settleDelivered`, ResolutionRetries).
  */
-import { Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue } from "effect"
-import { SqlClient } from "effect/sql"
+import { Clock, Context, Effect, Exit, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
-import {
-  type BatchOutcome,
-  type Companion,
-  commitIsolated,
-  KnownAccounts,
-  WriterStats
-} from "../adapters/store/LedgerStore.ts"
 import { formatMicros, type Micros } from "../domain/Money.ts"
 import { type Decision, decide, type LedgerCommand, type LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
@@ -26,7 +18,8 @@ import { usageMetrics } from "../domain/ledger/UsageMetrics.ts"
 import { LedgerRejected } from "./LedgerErrors.ts"
 import { StoreRefused, StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
 import { type HoldSweepOptions, makeHoldSweep } from "./HoldSweep.ts"
-import { LiveHolds, type Progress, type StoreHealth } from "./LiveHolds.ts"
+import { LiveHolds, type Progress } from "./LiveHolds.ts"
+import { type BatchOutcome, type Companion, LedgerWriter, type WriterStatsSnapshot } from "./ports/LedgerWriter.ts"
 import { makeResolutionRetries, UNSTORABLE_USAGE } from "./ResolutionRetries.ts"
 import { noteCharge } from "./RequestTelemetry.ts"
 import { inMemoryJournal, SettlementJournal } from "./SettlementJournal.ts"
@@ -83,34 +76,10 @@ const describe = (rejection: LedgerRejection): string => {
 export const toLedgerError = (rejection: LedgerRejection): LedgerRejected =>
   new LedgerRejected({ reason: rejection._tag, message: describe(rejection) })
 
-export type { Companion }
-
-export interface WriterStatsSnapshot {
-  readonly batches: number
-  readonly commands: number
-  /** Batches that collided with another writer and were decided again with the stream heads locked. */
-  readonly lockedRetries: number
-  /** Batches retried because another instance created one of their streams first. */
-  readonly conflictRetries: number
-  /** Batches the database refused that were split so that only the refused commands failed. */
-  readonly isolations: number
-}
-
-interface Pending {
-  readonly command: LedgerCommand
-  readonly metadata: Record<string, unknown>
-  readonly companion: Companion | undefined
-  readonly done: Deferred.Deferred<BatchOutcome, StoreUnavailable | StoreRefused>
-}
+export type { Companion, WriterStatsSnapshot }
 
 /** The hold id of `likelyAccepted`'s probe (all zeros: `randomUUID` never makes it). */
 const PROBE_HOLD_ID = "00000000-0000-0000-0000-000000000000"
-
-const shardOf = (accountId: string, shards: number): number => {
-  let hash = 0
-  for (let i = 0; i < accountId.length; i++) hash = (hash * 31 + accountId.charCodeAt(i)) | 0
-  return Math.abs(hash) % shards
-}
 
 export class Ledger extends Context.Service<
   Ledger,
@@ -201,65 +170,16 @@ export class Ledger extends Context.Service<
     readonly liveStats: () => { readonly liveHolds: number; readonly pendingResolutions: number }
   }
 >()("tollgate/app/Ledger") {
+  /** The ledger on a writer (see `adapters/store/PgLedgerWriter.ts` for the one the gateway runs). */
   static readonly layerWith = (options: LedgerOptions) =>
     Layer.effect(
       Ledger,
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const queues = yield* Effect.forEach(Array.from({ length: options.shards }), () => Queue.unbounded<Pending>())
-        // Accounts as this instance last committed them: a batch that needs nothing else skips its read. Each account
-        // has one shard, so one writer, and every write is still checked against the stream head in the database.
-        const known = new KnownAccounts()
-        const stats = new WriterStats()
+        const writer = yield* LedgerWriter
         const journal = Option.getOrElse(yield* Effect.serviceOption(SettlementJournal), inMemoryJournal)
         const live = new LiveHolds()
-        // The last time this instance saw the database fail (its start counts: it cannot know what happened before).
-        const health: StoreHealth = { troubleAt: yield* Clock.currentTimeMillis }
-
-        // One command's failure is its own: a batch the database refuses is split until the refused command stands
-        // alone (LedgerStore.commitIsolated), and every other command of the batch commits and gets its answer.
-        const runBatch = (batch: ReadonlyArray<Pending>) =>
-          Effect.gen(function* () {
-            const now = new Date(yield* Clock.currentTimeMillis)
-            const items = batch.map((p) => ({ command: p.command, metadata: p.metadata, companion: p.companion }))
-            const results = yield* commitIsolated(items, now, randomUUID, known, stats).pipe(
-              Effect.provideService(SqlClient.SqlClient, sql)
-            )
-            if (results.some((r) => r instanceof StoreUnavailable)) health.troubleAt = now.getTime()
-            yield* Effect.forEach(
-              batch,
-              (p, i) => {
-                const result = results[i]
-                return result instanceof StoreUnavailable || result instanceof StoreRefused
-                  ? Deferred.fail(p.done, result)
-                  : Deferred.succeed(p.done, result)
-              },
-              { discard: true }
-            )
-          }).pipe(
-            // A batch that started commits and answers even while the server shuts down.
-            Effect.uninterruptible
-          )
-
-        for (const queue of queues) {
-          yield* Queue.takeBetween(queue, 1, options.maxBatch).pipe(
-            Effect.flatMap(runBatch),
-            Effect.forever,
-            Effect.forkScoped
-          )
-        }
-
-        const enqueue = (command: LedgerCommand, metadata: Record<string, unknown>, companion: Companion | undefined) =>
-          Effect.gen(function* () {
-            const done = yield* Deferred.make<BatchOutcome, StoreUnavailable | StoreRefused>()
-            yield* Queue.offer(queues[shardOf(command.accountId, options.shards)], {
-              command,
-              metadata,
-              companion,
-              done
-            })
-            return yield* Deferred.await(done)
-          })
+        const health = writer.health
+        const enqueue = writer.submit
 
         /** Without a companion an outcome is always a ledger decision. */
         const submit = (command: LedgerCommand, metadata: Record<string, unknown> = {}) =>
@@ -420,16 +340,16 @@ export class Ledger extends Context.Service<
         }, traced("Ledger.releaseWith"))
 
         const likelyAccepted = (input: PlaceHoldInput, nowMs: number): boolean => {
-          const remembered = known.get(input.accountId)
-          if (remembered === undefined) return false
-          if (input.keyId !== null && !remembered.state.keys.has(input.keyId)) return false
+          const state = writer.knownState(input.accountId)
+          if (state === undefined) return false
+          if (input.keyId !== null && !state.keys.has(input.keyId)) return false
           // A fixed id that no real hold has: the probe is decided, never written, and needs no fresh uuid.
           const probe = holdCommand({ ...input, amount: input.amount * 2n, holdId: PROBE_HOLD_ID }, nowMs).command
-          return decide(remembered.state, probe)._tag === "Accepted"
+          return decide(state, probe)._tag === "Accepted"
         }
 
         // Leases renewed for live holds, and the sweep of holds whose request is gone.
-        const { sweepExpiredHolds } = yield* makeHoldSweep({ sql, live, submit, health, options })
+        const { sweepExpiredHolds } = yield* makeHoldSweep({ leases: writer.leases, live, submit, health, options })
 
         return Ledger.of({
           openAccount,
@@ -445,13 +365,7 @@ export class Ledger extends Context.Service<
           sweepExpiredHolds,
           likelyAccepted,
           liveStats: () => ({ liveHolds: live.size, pendingResolutions: retries.size() }),
-          writerStats: () => ({
-            batches: stats.batches,
-            commands: stats.commands,
-            lockedRetries: stats.lockedRetries,
-            conflictRetries: stats.conflictRetries,
-            isolations: stats.isolations
-          })
+          writerStats: writer.stats
         })
       })
     )

@@ -10,8 +10,8 @@
  * badly, and the vendor judges the link itself when it fetches it, failing the task (with a full refund) if it cannot.
  */
 import { Effect } from "effect"
-import type { FetchRefused, FetchRefusedReason } from "../adapters/fetch/FetchRefused.ts"
-import type { GuardedFetcher } from "../adapters/fetch/GuardedFetcher.ts"
+import type { FetchRefused, FetchRefusedReason } from "../app/ports/FetchRefused.ts"
+import type { GuardedFetcher } from "./ports/GuardedFetcher.ts"
 import type { VideoRequest } from "../domain/video/VideoSpec.ts"
 import { InvalidChatRequest } from "./ChatErrors.ts"
 

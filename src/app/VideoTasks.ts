@@ -8,24 +8,9 @@
  * full refund; stored content is deleted after the retention period and its expiry recorded.
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Queue, Result, Schedule, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { createHash, randomUUID } from "node:crypto"
-import { GuardedFetcher } from "../adapters/fetch/GuardedFetcher.ts"
-import { mp4Info, usageFromFile } from "../adapters/media/Mp4Info.ts"
-import {
-  appendTask,
-  claimDueTasks,
-  dropLease,
-  dueContentExpiries,
-  findTaskRow,
-  type KnownVideoModel,
-  listTaskRows,
-  loadTask,
-  rescheduleTask,
-  type VideoTaskRow
-} from "../adapters/store/PgVideoTasks.ts"
-import { orUnavailable } from "../adapters/store/PgEventStore.ts"
-import { upsertVideoTasksSql, videoTaskRecords } from "../adapters/store/VideoProjection.ts"
+import { GuardedFetcher } from "./ports/GuardedFetcher.ts"
+import { MediaProbe } from "./ports/MediaProbe.ts"
 import { formatMicros } from "../domain/Money.ts"
 import {
   decide,
@@ -55,7 +40,7 @@ import {
   upstreamFailed
 } from "./ChatErrors.ts"
 import { ContentStore, type ContentStoreError, type ContentTooLarge } from "./ContentStore.ts"
-import { EventStore } from "./EventStore.ts"
+import { type KnownVideoModel, type VideoTaskRow, VideoTaskStore } from "./ports/VideoTaskStore.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { type Companion, Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
@@ -211,13 +196,13 @@ export class VideoTasks extends Context.Service<
     Layer.effect(
       VideoTasks,
       Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const events = yield* EventStore
+        const store = yield* VideoTaskStore
         const ledger = yield* Ledger
         const registry = yield* PluginRegistry
         const contents = yield* ContentStore
         const config = yield* OperatorConfig
         const fetcher = yield* GuardedFetcher
+        const media = yield* MediaProbe
         const workerId = `worker-${randomUUID()}`
         const pollIntervalMs = config.video.pollIntervalMs
         const deadlineMs = config.video.deadlineMinutes * 60_000
@@ -230,8 +215,6 @@ export class VideoTasks extends Context.Service<
             ? [{ model: entry.model.id, upstreams: entry.model.upstreams.map((upstream) => upstream.name) }]
             : []
         })
-        const services = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | EventStore>) =>
-          effect.pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.provideService(EventStore, events))
 
         const companion = (
           state: VideoTaskState | undefined,
@@ -244,7 +227,7 @@ export class VideoTasks extends Context.Service<
               stream: videoStream(next.taskId),
               expected: state === undefined ? "no_stream" : state.version,
               events: taskEvents,
-              projection: (client) => upsertVideoTasksSql(client, "public", videoTaskRecords([next]))
+              projection: store.projection(next)
             }
           }
         }
@@ -322,7 +305,7 @@ export class VideoTasks extends Context.Service<
               Effect.as(Option.none<VideoTaskState>()),
               Effect.catchTag("StreamVersionConflict", () =>
                 // The task exists: a retry with the same Idempotency-Key. Same body → the same task, held once.
-                Effect.flatMap(services(loadTask(taskId)), (existing) =>
+                Effect.flatMap(store.load(taskId), (existing) =>
                   existing === undefined
                     ? Effect.die(`task ${taskId} conflicted but has no events`)
                     : existing.requestHash === requestHash
@@ -340,7 +323,7 @@ export class VideoTasks extends Context.Service<
         // Reads
 
         const get = (accountId: string, id: string) =>
-          Effect.flatMap(services(findTaskRow(accountId, id)), (row) =>
+          Effect.flatMap(store.find(accountId, id), (row) =>
             row === undefined ? Effect.fail(new VideoNotFound({ id })) : Effect.succeed(row)
           )
 
@@ -348,7 +331,7 @@ export class VideoTasks extends Context.Service<
           accountId: string,
           page: { readonly limit: number; readonly after: string | undefined; readonly order: "asc" | "desc" }
         ) =>
-          Effect.map(services(listTaskRows(accountId, page)), (rows) => ({
+          Effect.map(store.list(accountId, page), (rows) => ({
             rows: rows.slice(0, page.limit),
             hasMore: rows.length > page.limit
           }))
@@ -382,8 +365,12 @@ export class VideoTasks extends Context.Service<
             const decision = decide(state, command)
             if (decision._tag === "Rejected") return state
             const next = decision.events.reduce<VideoTaskState | undefined>(evolve, state) as VideoTaskState
-            yield* services(
-              appendTask(state, decision.events, next, { actor: workerId }, new Date(yield* Clock.currentTimeMillis))
+            yield* store.append(
+              state,
+              decision.events,
+              next,
+              { actor: workerId },
+              new Date(yield* Clock.currentTimeMillis)
             )
             return next
           })
@@ -418,8 +405,8 @@ export class VideoTasks extends Context.Service<
             const download = yield* plugin.download(ref, videoUrl)
             const stored = yield* contents.put(key, download.body, options.maxContentBytes)
             const bytes = yield* contents.head(key, stored.size)
-            const info = mp4Info(bytes)
-            if (info._tag !== "Mp4Info") {
+            const info = media.video(bytes)
+            if (info._tag === "Unreadable") {
               yield* contents.remove(key)
               return yield* failTask(
                 state,
@@ -429,7 +416,7 @@ export class VideoTasks extends Context.Service<
               )
             }
             const usage: VideoUsage =
-              completionTokens === null ? usageFromFile(info) : { tokens: BigInt(completionTokens), reported: true }
+              completionTokens === null ? info.usage : { tokens: BigInt(completionTokens), reported: true }
             const cost = plugin.pricing.price(usage, model)
             const nowMs = yield* Clock.currentTimeMillis
             const decision = decide(state, {
@@ -485,11 +472,7 @@ export class VideoTasks extends Context.Service<
          * only takes leases past their end, skips the task until `until`.
          */
         const keepLease = (taskId: string, until: Date) =>
-          Effect.map(
-            orUnavailable(sql<{ task_id: string }>`UPDATE video_task_leases SET lease_until = ${until}
-              WHERE task_id = ${taskId} AND owner = ${workerId} RETURNING task_id`),
-            (rows) => rows.length === 1
-          )
+          Effect.map(store.keepLease(taskId, workerId, until), (kept) => kept)
 
         /**
          * Runs one step of a task while renewing this worker's lease every third of `leaseMillis` (at most every
@@ -500,8 +483,7 @@ export class VideoTasks extends Context.Service<
           const renew = Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
             const until = new Date(now + options.leaseMillis)
-            yield* orUnavailable(sql`UPDATE video_task_leases SET lease_until = GREATEST(lease_until, ${until})
-              WHERE task_id = ${taskId} AND owner = ${workerId}`)
+            yield* store.extendLease(taskId, workerId, until)
           }).pipe(Effect.catch((error) => Effect.logWarning("could not renew a video task lease", error.message)))
           const every = Duration.millis(Math.max(250, Math.floor(options.leaseMillis / 3)))
           return Effect.raceFirst(work, Effect.sleep(every).pipe(Effect.andThen(renew), Effect.forever))
@@ -537,7 +519,7 @@ export class VideoTasks extends Context.Service<
             if (!(yield* keepLease(claimed.taskId, new Date(until)))) {
               return { _tag: "Again" } as StepOutcome
             }
-            const state = yield* services(loadTask(claimed.taskId))
+            const state = yield* store.load(claimed.taskId)
             if (state === undefined || state.version !== claimed.version || state.upstream !== null) {
               return { _tag: "Again" } as StepOutcome
             }
@@ -558,7 +540,7 @@ export class VideoTasks extends Context.Service<
             }).pipe(
               Effect.catchTag("StreamVersionConflict", () =>
                 Effect.gen(function* () {
-                  const latest = yield* services(loadTask(state.taskId))
+                  const latest = yield* store.load(state.taskId)
                   const same = latest?.upstream?.taskId === upstreamTaskId && latest.upstream.index === upstreamIndex
                   if (same) return
                   yield* cancelOrphan(plugin, { ...call, upstreamTaskId, upstreamIndex })
@@ -697,9 +679,9 @@ export class VideoTasks extends Context.Service<
 
         const advance = (taskId: string, failures: number, missingPolls: number) =>
           Effect.gen(function* () {
-            const state = yield* services(loadTask(taskId))
+            const state = yield* store.load(taskId)
             if (state === undefined || state.status === "completed" || state.status === "failed") {
-              yield* services(dropLease(taskId))
+              yield* store.dropLease(taskId)
               return "gone" as const
             }
             const outcome = yield* whileLeased(taskId, step(state, missingPolls)).pipe(
@@ -715,13 +697,13 @@ export class VideoTasks extends Context.Service<
             )
             const now = yield* Clock.currentTimeMillis
             if (outcome._tag === "Done") {
-              yield* services(dropLease(taskId))
-              const after = yield* services(loadTask(taskId))
+              yield* store.dropLease(taskId)
+              const after = yield* store.load(taskId)
               return after?.status === "completed" ? ("completed" as const) : ("failed" as const)
             }
             if (outcome._tag === "NotOurs") {
               // Due again at once, counts kept: the instance whose catalog has the task claims it next.
-              yield* services(rescheduleTask(taskId, workerId, new Date(now), failures, missingPolls))
+              yield* store.reschedule(taskId, workerId, new Date(now), failures, missingPolls)
               return "pending" as const
             }
             const nextFailures = outcome.failure === undefined ? 0 : failures + 1
@@ -732,14 +714,18 @@ export class VideoTasks extends Context.Service<
               outcome.failure === undefined
                 ? pollIntervalMs
                 : backoffMillis(pollIntervalMs, failures, outcome.failure.retryAfterSeconds)
-            yield* services(rescheduleTask(taskId, workerId, new Date(now + wait), nextFailures, nextMissing))
+            yield* store.reschedule(taskId, workerId, new Date(now + wait), nextFailures, nextMissing)
             return "pending" as const
           })
 
         const pollDue = Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          const claimed = yield* services(
-            claimDueTasks(workerId, new Date(now), new Date(now + options.leaseMillis), options.batch, known)
+          const claimed = yield* store.claimDue(
+            workerId,
+            new Date(now),
+            new Date(now + options.leaseMillis),
+            options.batch,
+            known
           )
           const results = yield* Effect.forEach(
             claimed,
@@ -757,10 +743,10 @@ export class VideoTasks extends Context.Service<
 
         const sweepExpiredContent = Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          const due = yield* services(dueContentExpiries(new Date(now), 500))
+          const due = yield* store.dueContentExpiries(new Date(now), 500)
           let expired = 0
           for (const { id } of due) {
-            const state = yield* services(loadTask(id))
+            const state = yield* store.load(id)
             if (state === undefined || state.content === null) continue
             yield* contents
               .remove(state.content.key)

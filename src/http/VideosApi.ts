@@ -7,7 +7,7 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ContentStore } from "../app/ContentStore.ts"
-import type { VideoTaskRow } from "../adapters/store/PgVideoTasks.ts"
+import type { VideoTaskRow } from "../app/ports/VideoTaskStore.ts"
 import { VideoTasks } from "../app/VideoTasks.ts"
 import { formatMicros } from "../domain/Money.ts"
 import { storableTextProblem } from "../domain/StorableText.ts"

@@ -11,6 +11,7 @@ import { SqlClient } from "effect/sql"
 import type { AuthenticatedKey } from "../../src/app/Keys.ts"
 import { ChatGateway } from "../../src/app/ChatGateway.ts"
 import { defaultLedgerOptions, Ledger } from "../../src/app/Ledger.ts"
+import * as PgLedgerWriter from "../../src/adapters/store/PgLedgerWriter.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
 import type { ChatPlugin, PluginModel } from "../../src/plugins/ModelPlugin.ts"
 import { PluginRegistry } from "../../src/app/PluginRegistry.ts"
@@ -69,7 +70,7 @@ const recordingPlugin = (sql: SqlClient.SqlClient, calls: Array<Call>, release: 
   }) satisfies ChatPlugin
 
 for (const { target, storeLayer } of availableStores("ChatGateway")) {
-  const services = Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 }).pipe(
+  const services = PgLedgerWriter.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 }).pipe(
     Layer.provideMerge(storeLayer)
   )
 
@@ -175,7 +176,7 @@ for (const { target, storeLayer } of availableStores("ChatGateway")) {
         yield* Deferred.succeed(release, undefined)
         yield* Fiber.join(warm) // 0.50 captured here: this instance remembers 1.50 available
         const other = Context.get(
-          yield* Layer.build(Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 })),
+          yield* Layer.build(PgLedgerWriter.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 })),
           Ledger
         )
         // The other instance holds 1.40: 0.10 is available in truth.

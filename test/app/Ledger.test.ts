@@ -10,6 +10,7 @@ import * as PgAccounts from "../../src/adapters/store/PgAccounts.ts"
 import * as PgReplay from "../../src/adapters/store/PgReplay.ts"
 import { Accounts } from "../../src/app/Accounts.ts"
 import { defaultLedgerOptions, Ledger, type LedgerOptions } from "../../src/app/Ledger.ts"
+import * as PgLedgerWriter from "../../src/adapters/store/PgLedgerWriter.ts"
 import { SettlementJournal } from "../../src/app/SettlementJournal.ts"
 import { Replay } from "../../src/app/Replay.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
@@ -18,7 +19,7 @@ import { availableStores } from "../support/TestDatabase.ts"
 const usd = (text: string) => parseDecimal(text) as bigint
 
 const instance = (options: Partial<LedgerOptions> = {}) =>
-  Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000, ...options })
+  PgLedgerWriter.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000, ...options })
 
 /** A new account holding `amount` on `ledger`. */
 const funded = (ledger: Ledger["Service"], name: string, amount: string) =>
@@ -111,7 +112,7 @@ for (const { target, storeLayer } of availableStores("Ledger")) {
         const accounts = yield* Accounts
         // A second instance on the same database: its own writer, its own memory of accounts.
         const other = Context.get(
-          yield* Layer.build(Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 })),
+          yield* Layer.build(PgLedgerWriter.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 })),
           Ledger
         )
         const hold = (on: typeof ledger, amount: string) =>

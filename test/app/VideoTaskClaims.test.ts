@@ -14,18 +14,22 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as FileContentStore from "../../src/adapters/content/FileContentStore.ts"
-import { GuardedFetcher } from "../../src/adapters/fetch/GuardedFetcher.ts"
+import { GuardedFetcher } from "../../src/app/ports/GuardedFetcher.ts"
+import { guardedFetcherLayer } from "../../src/adapters/fetch/GuardedFetcher.ts"
 import { type RunningSimulator, startSimulator } from "../../src/adapters/simulator/SimulatorServer.ts"
 import * as PgEventStore from "../../src/adapters/store/PgEventStore.ts"
 import { UpstreamClient } from "../../src/adapters/upstream/UpstreamClient.ts"
 import { defaultLedgerOptions, Ledger } from "../../src/app/Ledger.ts"
+import * as PgLedgerWriter from "../../src/adapters/store/PgLedgerWriter.ts"
 import { OperatorConfig } from "../../src/app/OperatorConfig.ts"
 import { defaultVideoWorkerOptions, VideoTasks } from "../../src/app/VideoTasks.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
 import type { VideoRequest } from "../../src/domain/video/VideoSpec.ts"
 import { ImageFetcherService } from "../../src/plugins/chat-image/ImageInputs.ts"
 import * as PluginsLayer from "../../src/PluginsLayer.ts"
+import * as MediaProbeLive from "../../src/adapters/media/MediaProbeLive.ts"
 import { availableStores } from "../support/TestDatabase.ts"
+import * as PgVideoTasks from "../../src/adapters/store/PgVideoTasks.ts"
 
 let sim: RunningSimulator
 /** Another vendor account: it has never heard of the tasks created on `sim` (a poll there answers 404). */
@@ -69,13 +73,15 @@ const instance = (configPath: string) =>
   Effect.map(
     Layer.build(
       VideoTasks.layerWith({ ...defaultVideoWorkerOptions, enabled: false }).pipe(
+        Layer.provide(PgVideoTasks.layer),
         Layer.provide(
           Layer.mergeAll(
             FileContentStore.layer(join(dir, `content-${randomUUID()}`)),
+            MediaProbeLive.layer,
             PluginsLayer.layerFrom(() => "test").pipe(
               Layer.provide(UpstreamClient.layer),
               Layer.provide(ImageFetcherService.layer),
-              Layer.provideMerge(GuardedFetcher.layer({}))
+              Layer.provideMerge(guardedFetcherLayer({}))
             )
           )
         ),
@@ -115,7 +121,7 @@ const SLOW = 120_000
 
 for (const { target, storeLayer } of availableStores("video task claims")) {
   const shared = Layer.mergeAll(
-    Ledger.layerWith({ ...defaultLedgerOptions, shards: 1, sweepIntervalMillis: 3_600_000 }),
+    PgLedgerWriter.layerWith({ ...defaultLedgerOptions, shards: 1, sweepIntervalMillis: 3_600_000 }),
     PgEventStore.layer
   ).pipe(Layer.provideMerge(storeLayer))
 

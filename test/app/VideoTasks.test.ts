@@ -19,6 +19,7 @@ import { defaultVideoWorkerOptions, MISSING_POLLS_BEFORE_FAILING, VideoTasks } f
 import { parseDecimal } from "../../src/domain/Money.ts"
 import type { VideoRequest } from "../../src/domain/video/VideoSpec.ts"
 import { FAST, videoConfigYaml } from "../http/videos/VideoHarness.ts"
+import * as PgVideoTasks from "../../src/adapters/store/PgVideoTasks.ts"
 
 let sim: RunningSimulator
 /** Tasks stay queued upstream for their first 2 s: long enough to cancel one there. */
@@ -470,7 +471,11 @@ describe("VideoTasks with TestClock", () => {
         const videos = yield* VideoTasks
         // A second gateway instance on the same database: its own worker id, the same store, ledger and upstreams.
         const other = Context.get(
-          yield* Layer.build(VideoTasks.layerWith({ ...defaultVideoWorkerOptions, enabled: false })),
+          yield* Layer.build(
+            VideoTasks.layerWith({ ...defaultVideoWorkerOptions, enabled: false }).pipe(
+              Layer.provide(PgVideoTasks.layer)
+            )
+          ),
           VideoTasks
         )
         const key = yield* customer

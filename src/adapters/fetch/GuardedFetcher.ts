@@ -11,7 +11,7 @@
 import { discard } from "../upstream/ResponseBody.ts"
 import { lookup as systemLookup } from "node:dns/promises"
 import type { LookupFunction } from "node:net"
-import { Context, Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { Agent, type Dispatcher, request } from "undici"
 import {
   type AllowList,
@@ -23,56 +23,16 @@ import {
   parseAllowList,
   unbracket
 } from "./AddressPolicy.ts"
-import { FetchRefused, type FetchRefusedReason, shownUrl } from "./FetchRefused.ts"
+import { FetchRefused, type FetchRefusedReason, shownUrl } from "../../app/ports/FetchRefused.ts"
+import {
+  type FetchedResource,
+  type FetchLimits,
+  GuardedFetcher,
+  type OpenedResource,
+  type OpenOptions,
+  type ProbedResource
+} from "../../app/ports/GuardedFetcher.ts"
 import { traced } from "../../app/Traced.ts"
-
-export interface FetchLimits {
-  /** The largest body accepted; a longer one is aborted while streaming. */
-  readonly maxBytes: number
-  /** The whole fetch (DNS, every redirect, the body) must finish within this. */
-  readonly timeoutMs: number
-  /** Decides on the media type, lower case without parameters (`image/png`; `""` when the header is missing). */
-  readonly accept: (contentType: string) => boolean
-}
-
-export interface FetchedResource {
-  readonly bytes: Uint8Array
-  /** Lower case, without parameters. */
-  readonly contentType: string
-  /** The URL the body came from, after redirects. */
-  readonly finalUrl: string
-}
-
-/** A HEAD's answer: the final (non-redirect) status and media type. */
-export interface ProbedResource {
-  readonly status: number
-  /** Lower case, without parameters; `""` when the header is missing. */
-  readonly contentType: string
-  readonly finalUrl: string
-}
-
-export interface OpenOptions {
-  /** DNS, every redirect and the response headers must arrive within this. */
-  readonly headersTimeoutMs: number
-  /** The longest silence while the body streams. */
-  readonly idleTimeoutMs: number
-  /**
-   * Origins (`https://ark.example:443`) trusted as configured by the operator: a hop to exactly one of them skips the
-   * address rule (a vendor's result link on the vendor's own, perhaps private, API host). Any other hop is vetted.
-   */
-  readonly trustedOrigins?: ReadonlyArray<string> | undefined
-  /** Aborts the request, the body's streaming included. */
-  readonly signal?: AbortSignal | undefined
-}
-
-/** A response whose body has not been read: the caller consumes or discards it. */
-export interface OpenedResource {
-  /** The final (non-redirect) status, whatever it is. */
-  readonly status: number
-  readonly headers: Dispatcher.ResponseData["headers"]
-  readonly body: Dispatcher.ResponseData["body"]
-  readonly finalUrl: string
-}
 
 export interface ResolvedAddress {
   readonly address: string
@@ -400,27 +360,6 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
   }
 }
 
-export class GuardedFetcher extends Context.Service<
-  GuardedFetcher,
-  {
-    /**
-     * GETs a user-supplied http(s) URL under the address rule, following up to 5 redirects; fails with `FetchRefused`
-     * for anything refused or broken (the HTTP layer answers it as a 400).
-     */
-    readonly fetch: (url: string, limits: FetchLimits) => Effect.Effect<FetchedResource, FetchRefused>
-    /**
-     * HEADs a URL under the same rule (redirects followed and vetted) and answers its final status and media type,
-     * whatever the status; fails with `FetchRefused` when it may not be asked or no answer came within `timeoutMs`.
-     */
-    readonly probe: (url: string, timeoutMs: number) => Effect.Effect<ProbedResource, FetchRefused>
-    /**
-     * GETs a URL under the same rule (plus `trustedOrigins`) and hands over the final response with its body unread,
-     * whatever its status: the caller streams or discards it. The connection closes once the body is done.
-     */
-    readonly open: (url: string, options: OpenOptions) => Effect.Effect<OpenedResource, FetchRefused>
-  }
->()("tollgate/adapters/fetch/GuardedFetcher") {
-  /** `allowHosts` lifts the address rule for the listed names and ranges; nothing is allowed by default. */
-  static readonly layer = (options: GuardedFetcherOptions = {}): Layer.Layer<GuardedFetcher> =>
-    Layer.sync(GuardedFetcher, () => GuardedFetcher.of(makeGuardedFetcher(options)))
-}
+/** `allowHosts` lifts the address rule for the listed names and ranges; nothing is allowed by default. */
+export const guardedFetcherLayer = (options: GuardedFetcherOptions = {}): Layer.Layer<GuardedFetcher> =>
+  Layer.sync(GuardedFetcher, () => GuardedFetcher.of(makeGuardedFetcher(options)))

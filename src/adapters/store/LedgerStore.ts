@@ -56,18 +56,7 @@ import {
   storeUnavailable,
   upsertHeadsSql
 } from "./PgEventStore.ts"
-
-/**
- * Events of another stream (a video task's) that must commit in the same transaction as a ledger command, and only
- * if the command is accepted: `expected` is checked against the locked head of that stream, and the companion's
- * read-model write joins the batch's one statement.
- */
-export interface Companion {
-  readonly stream: string
-  readonly expected: bigint | "no_stream"
-  readonly events: ReadonlyArray<{ readonly type: string; readonly data: unknown }>
-  readonly projection: (sql: SqlClient.SqlClient) => Statement.Fragment
-}
+import type { BatchOutcome, Companion, CompanionConflict } from "../../app/ports/LedgerWriter.ts"
 
 export interface BatchItem {
   readonly command: LedgerCommand
@@ -75,13 +64,7 @@ export interface BatchItem {
   readonly companion?: Companion | undefined
 }
 
-/** A companion's stream was not at the expected version: nothing of that item was written; the others commit. */
-export interface CompanionConflict {
-  readonly _tag: "CompanionConflict"
-  readonly stream: string
-}
-
-export type BatchOutcome = Decision | CompanionConflict
+export type { BatchOutcome, Companion, CompanionConflict }
 
 /** An account as this writer committed it last: its state at `version`, and the hash of that version's event. */
 export interface KnownAccount {

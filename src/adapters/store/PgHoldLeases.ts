@@ -2,18 +2,11 @@
  * The SQL of hold leases (migration 0008): renewing the leases of this instance's live holds with their progress in
  * one statement per renewal round, finding the holds whose request is gone, and dropping leases of resolved holds.
  */
+import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { LeaseRenewal } from "../../app/LiveHolds.ts"
-import { type JsonValue, recordsJson } from "./PgEventStore.ts"
-
-/** A pending hold whose request is gone, with the progress its last lease recorded (cost 0 and no usage if none). */
-export interface OrphanHold {
-  readonly hold_id: string
-  readonly account_id: string
-  readonly cost: string
-  readonly usage: unknown
-  readonly leased: boolean
-}
+import type { HoldLeaseStore, OrphanHold } from "../../app/ports/LedgerWriter.ts"
+import { type JsonValue, recordsJson, storeUnavailable } from "./PgEventStore.ts"
 
 /**
  * Renews `renewals` until `leaseUntil` (keeping a lease's last progress when this round read none) and deletes the
@@ -67,3 +60,18 @@ export const orphanHolds = (sql: SqlClient.SqlClient, now: Date, limit: number) 
 /** Deletes the leases of holds that are resolved (their request ended, or the sweep resolved them). */
 export const dropResolvedLeases = (sql: SqlClient.SqlClient) =>
   sql`DELETE FROM hold_leases l USING holds h WHERE h.hold_id = l.hold_id AND h.status <> 'pending'`
+
+/** The hold-lease port over these statements; a database failure is the store being unavailable. */
+export const makePgHoldLeases = (sql: SqlClient.SqlClient): HoldLeaseStore => ({
+  write: (renewals, ended, now, leaseUntil) =>
+    writeLeases(sql, renewals, ended, now, leaseUntil).pipe(
+      Effect.asVoid,
+      Effect.catchTag("SqlError", (e) => Effect.fail(storeUnavailable(e)))
+    ),
+  orphans: (now, limit) =>
+    orphanHolds(sql, now, limit).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeUnavailable(e)))),
+  dropResolved: dropResolvedLeases(sql).pipe(
+    Effect.asVoid,
+    Effect.catchTag("SqlError", (e) => Effect.fail(storeUnavailable(e)))
+  )
+})

@@ -3,10 +3,11 @@
  * read-model queries, and the polling leases. Used by the VideoTasks service; money-moving task events go through
  * the ledger writer instead (as companions of a hold command).
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { EventStore } from "../../app/EventStore.ts"
 import type { StoreUnavailable, StreamVersionConflict } from "../../app/StoreErrors.ts"
+import { type KnownVideoModel, type VideoTaskRow, VideoTaskStore } from "../../app/ports/VideoTaskStore.ts"
 import {
   fold,
   isVideoEventType,
@@ -56,36 +57,6 @@ export const appendTask = (
   })
 
 /** A row of the read model joined with its hold: what `GET /v1/videos/{id}` shows. */
-export interface VideoTaskRow {
-  readonly id: string
-  readonly account_id: string
-  readonly model: string
-  readonly status: string
-  readonly progress: number
-  readonly prompt: string
-  readonly seconds: number
-  readonly resolution: string
-  readonly ratio: string
-  readonly input_type: string
-  readonly error_code: string | null
-  readonly error_message: string | null
-  readonly content: {
-    readonly key: string
-    readonly bytes: number
-    readonly width: number
-    readonly height: number
-  } | null
-  readonly tokens: string | null
-  readonly created_at: Date
-  readonly completed_at: Date | null
-  readonly expires_at: Date | null
-  readonly content_expired_at: Date | null
-  readonly held: string
-  readonly captured: string | null
-  readonly refunded: string | null
-  readonly hold_status: string | null
-}
-
 const ROW = (sql: SqlClient.SqlClient) => sql`
   SELECT t.id, t.account_id::text, t.model, t.status, t.progress, t.prompt, t.seconds, t.resolution, t.ratio,
     t.input_type, t.error_code, t.error_message, t.content, t.tokens::text, t.created_at, t.completed_at,
@@ -117,15 +88,6 @@ export const listTaskRows = (
       WHERE t.account_id = ${accountId}::uuid AND ${cursor}
       ORDER BY t.created_at ${direction}, t.id ${direction} LIMIT ${options.limit + 1}`
   }).pipe(orUnavailable)
-
-/**
- * What a worker can follow: the video models of its catalog, each with the names of its upstreams. Tasks of other
- * models, or dispatched to an upstream the model does not have here, belong to another instance's catalog.
- */
-export interface KnownVideoModel {
-  readonly model: string
-  readonly upstreams: ReadonlyArray<string>
-}
 
 /**
  * Takes up to `limit` unfinished tasks whose lease is free (never taken, or past `lease_until`) for `owner` until
@@ -192,3 +154,39 @@ export const dueContentExpiries = (now: Date, limit: number) =>
       WHERE status = 'completed' AND content_expired_at IS NULL AND expires_at <= ${now}
       ORDER BY expires_at LIMIT ${limit}`
   }).pipe(orUnavailable)
+
+/** The video task port over these statements and the event store. */
+export const layer = Layer.effect(
+  VideoTaskStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const events = yield* EventStore
+    const run = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | EventStore>) =>
+      effect.pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.provideService(EventStore, events))
+    return VideoTaskStore.of({
+      load: (taskId) => run(loadTask(taskId)),
+      append: (state, appended, next, metadata, at) => run(appendTask(state, appended, next, metadata, at)),
+      projection: (next) => (client) => upsertVideoTasksSql(client, "public", videoTaskRecords([next])),
+      find: (accountId, taskId) => run(findTaskRow(accountId, taskId)),
+      list: (accountId, options) => run(listTaskRows(accountId, options)),
+      claimDue: (owner, now, until, limit, known) => run(claimDueTasks(owner, now, until, limit, known)),
+      // Atomic against `claimDue`: either another instance's claim lands first and this answers false, or this
+      // lands first and the claim, which only takes leases past their end, skips the task until `until`.
+      keepLease: (taskId, owner, until) =>
+        Effect.map(
+          orUnavailable(sql<{ task_id: string }>`UPDATE video_task_leases SET lease_until = ${until}
+            WHERE task_id = ${taskId} AND owner = ${owner} RETURNING task_id`),
+          (rows) => rows.length === 1
+        ),
+      extendLease: (taskId, owner, until) =>
+        Effect.asVoid(
+          orUnavailable(sql`UPDATE video_task_leases SET lease_until = GREATEST(lease_until, ${until})
+            WHERE task_id = ${taskId} AND owner = ${owner}`)
+        ),
+      reschedule: (taskId, owner, nextAt, failures, missingPolls) =>
+        run(rescheduleTask(taskId, owner, nextAt, failures, missingPolls)),
+      dropLease: (taskId) => run(dropLease(taskId)),
+      dueContentExpiries: (now, limit) => run(dueContentExpiries(now, limit))
+    })
+  })
+)

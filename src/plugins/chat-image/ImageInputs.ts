@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { Buffer } from "node:buffer"
-import { GuardedFetcher } from "../../adapters/fetch/GuardedFetcher.ts"
+import { GuardedFetcher } from "../../app/ports/GuardedFetcher.ts"
 import { type PluginFailure, pluginFailure } from "../ModelPlugin.ts"
 
 /** The image types the chat-style image models accept. */

@@ -9,8 +9,8 @@
  * {@link VIDEO_LINK_REFUSED}: asking again cannot change the answer.
  */
 import { Clock, Effect } from "effect"
-import type { FetchRefused } from "../../adapters/fetch/FetchRefused.ts"
-import type { GuardedFetcher } from "../../adapters/fetch/GuardedFetcher.ts"
+import type { FetchRefused } from "../../app/ports/FetchRefused.ts"
+import type { GuardedFetcher } from "../../app/ports/GuardedFetcher.ts"
 import { discard, ResponseBody } from "../../adapters/upstream/ResponseBody.ts"
 import { firstHeader, parseRetryAfter, reasonFromCause } from "../../adapters/upstream/UpstreamError.ts"
 import { type PluginFailure, pluginFailure, type VideoDownload } from "../ModelPlugin.ts"

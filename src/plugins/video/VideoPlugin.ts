@@ -9,7 +9,7 @@ import type { UpstreamClient, UpstreamResponse } from "../../adapters/upstream/U
 import { ArkPaths, OpenAiPaths, upstreamUrl } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
 import type { UpstreamConfig, PriceKeys } from "../ModelPlugin.ts"
-import type { GuardedFetcher } from "../../adapters/fetch/GuardedFetcher.ts"
+import type { GuardedFetcher } from "../../app/ports/GuardedFetcher.ts"
 import {
   type PluginFailure,
   pluginFailure,

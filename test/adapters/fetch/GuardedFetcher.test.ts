@@ -3,12 +3,12 @@ import type { AddressInfo } from "node:net"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit } from "effect"
 import { PNG } from "pngjs"
-import { FetchRefused, type FetchRefusedReason } from "../../../src/adapters/fetch/FetchRefused.ts"
+import { FetchRefused, type FetchRefusedReason } from "../../../src/app/ports/FetchRefused.ts"
+import { type FetchLimits, GuardedFetcher } from "../../../src/app/ports/GuardedFetcher.ts"
 import {
-  type FetchLimits,
-  GuardedFetcher,
   type GuardedFetcherOptions,
-  type ResolvedAddress
+  type ResolvedAddress,
+  guardedFetcherLayer
 } from "../../../src/adapters/fetch/GuardedFetcher.ts"
 
 const png = (() => {
@@ -108,7 +108,7 @@ const run = (url: string, options: GuardedFetcherOptions, limits: FetchLimits = 
   Effect.gen(function* () {
     const fetcher = yield* GuardedFetcher
     return yield* fetcher.fetch(url, limits)
-  }).pipe(Effect.provide(GuardedFetcher.layer({ lookup: fakeResolver(), ...options })))
+  }).pipe(Effect.provide(guardedFetcherLayer({ lookup: fakeResolver(), ...options })))
 
 const refusal = (url: string, options: GuardedFetcherOptions, limits: FetchLimits = images) =>
   Effect.gen(function* () {
@@ -285,7 +285,7 @@ const withFetcher = <A, E>(
   use: (fetcher: GuardedFetcher["Service"]) => Effect.Effect<A, E>
 ) =>
   Effect.flatMap(Effect.service(GuardedFetcher), use).pipe(
-    Effect.provide(GuardedFetcher.layer({ lookup: fakeResolver(), ...options }))
+    Effect.provide(guardedFetcherLayer({ lookup: fakeResolver(), ...options }))
   )
 
 const failureOf = <A>(effect: Effect.Effect<A, FetchRefused>) =>

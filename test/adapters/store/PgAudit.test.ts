@@ -12,6 +12,7 @@ import * as PgEventStore from "../../../src/adapters/store/PgEventStore.ts"
 import { Audit } from "../../../src/app/Audit.ts"
 import { EventStore } from "../../../src/app/EventStore.ts"
 import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"
+import * as PgLedgerWriter from "../../../src/adapters/store/PgLedgerWriter.ts"
 import { parseDecimal } from "../../../src/domain/Money.ts"
 import { availableStores } from "../../support/TestDatabase.ts"
 
@@ -64,7 +65,7 @@ const eventOf = (stream: string, position: number) =>
 
 for (const { target, storeLayer } of availableStores("audit")) {
   const services = Layer.mergeAll(
-    Ledger.layerWith({ ...defaultLedgerOptions, shards: 1, sweepIntervalMillis: 3_600_000 }),
+    PgLedgerWriter.layerWith({ ...defaultLedgerOptions, shards: 1, sweepIntervalMillis: 3_600_000 }),
     PgEventStore.layer,
     PgAudit.layer
   ).pipe(Layer.provideMerge(storeLayer))

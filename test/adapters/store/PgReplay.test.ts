@@ -14,6 +14,7 @@ import {
 import { Accounts } from "../../../src/app/Accounts.ts"
 import { Keys } from "../../../src/app/Keys.ts"
 import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"
+import * as PgLedgerWriter from "../../../src/adapters/store/PgLedgerWriter.ts"
 import { Replay } from "../../../src/app/Replay.ts"
 import { parseDecimal } from "../../../src/domain/Money.ts"
 import type { VideoTaskState } from "../../../src/domain/video/VideoTask.ts"
@@ -132,7 +133,7 @@ describe("replay fold, in memory", () => {
 
 for (const { target, storeLayer } of availableStores("PgReplay")) {
   const services = Layer.mergeAll(
-    Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 }),
+    PgLedgerWriter.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 }),
     PgAccounts.layer,
     PgKeys.layer,
     PgReplay.layer

@@ -3,6 +3,7 @@ import { Effect, Exit, Layer, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import * as PgStatements from "../../../src/adapters/store/PgStatements.ts"
 import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"
+import * as PgLedgerWriter from "../../../src/adapters/store/PgLedgerWriter.ts"
 import { addBalances, type Balances, balancesOf, collectStatement, Statements } from "../../../src/app/Statements.ts"
 import { parseDecimal } from "../../../src/domain/Money.ts"
 import { availableStores } from "../../support/TestDatabase.ts"
@@ -13,7 +14,7 @@ const position = (p: bigint) => ({ _tag: "Position", position: p }) as const
 
 for (const { target, storeLayer } of availableStores("PgStatements")) {
   const services = Layer.mergeAll(
-    Ledger.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 }),
+    PgLedgerWriter.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000 }),
     PgStatements.layer
   ).pipe(Layer.provideMerge(storeLayer))
 

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Database from "../../../src/adapters/store/Database.ts"
 import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"
+import * as PgLedgerWriter from "../../../src/adapters/store/PgLedgerWriter.ts"
 import { parseDecimal } from "../../../src/domain/Money.ts"
 import { type ChatHarness, closeAfterReplay, startChatHarness } from "../chat/ChatHarness.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
@@ -156,7 +157,7 @@ describe("a statement of 20,000 events", () => {
         return account.id
       }).pipe(
         Effect.provide(
-          Ledger.layerWith({ ...defaultLedgerOptions, shards: 1, sweepIntervalMillis: 3_600_000 }).pipe(
+          PgLedgerWriter.layerWith({ ...defaultLedgerOptions, shards: 1, sweepIntervalMillis: 3_600_000 }).pipe(
             Layer.provideMerge(Database.layer(database))
           )
         )
