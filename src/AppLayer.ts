@@ -51,6 +51,7 @@ import * as RateLimitTokens from "./app/RateLimitTokens.ts"
 import * as Tracing from "./adapters/telemetry/Tracing.ts"
 import { MetricsToken, PrometheusRegistry, scrape } from "./http/Metrics.ts"
 import * as ChatApi from "./http/ChatApi.ts"
+import * as ChatDialectsLive from "./http/dialects/ChatDialectsLive.ts"
 import * as GeminiApi from "./http/GeminiApi.ts"
 import * as ImagesApi from "./http/ImagesApi.ts"
 import { ImageFetcherService } from "./plugins/chat-image/ImageInputs.ts"
@@ -161,7 +162,8 @@ export const servicesLayer = (options: AppOptions) => {
     AuthThrottle.layerWith({ ...defaultAuthThrottleOptions, ...options.authThrottle }),
     Layer.succeed(MetricsToken, Option.fromUndefinedOr(options.metricsToken)),
     TokenCounterLive.layer,
-    MediaProbeLive.layer
+    MediaProbeLive.layer,
+    ChatDialectsLive.layer
   ).pipe(Layer.provideMerge(Layer.merge(store, config)))
   const videos = VideoTasks.layerWith({ ...defaultVideoWorkerOptions, ...options.video }).pipe(
     Layer.provideMerge(FileContentStore.layer(options.contentDir)),

@@ -6,35 +6,22 @@
  */
 import { Clock, Context, Effect, Exit, Fiber, Layer, Result, Stream } from "effect"
 import { randomUUID } from "node:crypto"
-import {
-  countText,
-  finishTally,
-  type Tally,
-  tallyAnthropicMessages,
-  tallyGeminiContents,
-  tallyOpenAIChat
-} from "../adapters/tokenizer/Tokenizer.ts"
 import type { ChatPlugin, ChatReply, Dialect, PluginFailure, PluginModel, SseFrame } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry, wrongEndpointMessage } from "./PluginRegistry.ts"
-import {
-  anthropicRequestToIR,
-  anthropicResponseToIR,
-  irToAnthropicResponse
-} from "../plugins/text/convert/anthropic.ts"
-import {
-  type ChatRequest,
-  type ChatResponse,
-  type Converted,
-  emptyUsage,
-  type Usage
-} from "../plugins/text/convert/ChatIR.ts"
-import { geminiRequestToIR, geminiResponseToIR, irToGeminiResponse } from "../plugins/text/convert/gemini.ts"
+import { emptyUsage, type Usage } from "../plugins/text/convert/ChatIR.ts"
 import { isRecord, parseJson, swapSoleModel } from "../plugins/text/convert/json.ts"
-import { irToOpenAIResponse, openAIRequestToIR, openAIResponseToIR } from "../plugins/text/convert/openai.ts"
+import { ChatDialects } from "./ports/ChatDialects.ts"
+import { TokenCounter } from "./ports/TokenCounter.ts"
 import { readyBatches } from "./ReadyBatches.ts"
 import { makeStreamTransducer, type StreamTransducer } from "../plugins/text/convert/StreamTransducer.ts"
-import { releaseReason } from "./HeldCall.ts"
-import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, UpstreamFailed, upstreamFailed } from "./ChatErrors.ts"
+import { releaseReason, resolveModel } from "./HeldCall.ts"
+import {
+  InvalidChatRequest,
+  type ModelNotAllowed,
+  type ModelNotFound,
+  UpstreamFailed,
+  upstreamFailed
+} from "./ChatErrors.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
@@ -66,77 +53,16 @@ export type ChatError =
   | StoreUnavailable
   | StoreRefused
 
-/** The endpoint the client called, as a wrong-endpoint error names it. */
-const calledEndpoint = (input: ChatInput, modelId: string): string =>
-  input.dialect === "openai"
-    ? "POST /v1/chat/completions"
-    : input.dialect === "anthropic"
-      ? "POST /v1/messages"
-      : `POST /v1beta/models/${modelId}:${input.pathStream === true ? "streamGenerateContent" : "generateContent"}`
-
-const toIR = (input: ChatInput, model: string): Converted<ChatRequest> => {
-  switch (input.dialect) {
-    case "openai":
-      return openAIRequestToIR(input.body)
-    case "anthropic":
-      return anthropicRequestToIR(input.body)
-    case "gemini":
-      return geminiRequestToIR(input.body, { model, stream: input.pathStream ?? false })
-  }
-}
-
-/**
- * Input tokens as the tokenizer counts them, in the client's own format (before any conversion): counted at once for
- * a request of ordinary size, the rest of a big one left for a sliced count (`finishTally`).
- */
-const tallyInput = (input: ChatInput): Tally => {
-  const body = input.body as Record<string, never>
-  switch (input.dialect) {
-    case "openai":
-      return tallyOpenAIChat({ messages: body.messages ?? [], tools: body.tools })
-    case "anthropic":
-      return tallyAnthropicMessages({ messages: body.messages ?? [], system: body.system, tools: body.tools })
-    case "gemini":
-      return tallyGeminiContents({
-        contents: body.contents ?? [],
-        systemInstruction: body.systemInstruction,
-        tools: body.tools
-      })
-  }
-}
-
-const responseToIR = (dialect: ChatReply["dialect"], body: unknown, fallbackId: string, fallbackModel: string) => {
-  switch (dialect) {
-    case "openai":
-      return openAIResponseToIR(body)
-    case "anthropic":
-      return anthropicResponseToIR(body)
-    case "gemini":
-      return geminiResponseToIR(body, { fallbackId, fallbackModel })
-  }
-}
-
-const encodeResponse = (dialect: Dialect, response: ChatResponse, created: number): unknown => {
-  switch (dialect) {
-    case "openai":
-      return irToOpenAIResponse(response, { created })
-    case "anthropic":
-      return irToAnthropicResponse(response)
-    case "gemini":
-      return irToGeminiResponse(response)
-  }
-}
-
 const frameText = (frame: SseFrame): string =>
   frame.event === undefined ? `data: ${frame.data}\n\n` : `event: ${frame.event}\ndata: ${frame.data}\n\n`
 
 /** Usage for a stream that ended without the upstream's count: the tokenizer's count of what was delivered. */
-const deliveredUsage = (transducer: StreamTransducer, inputTokens: number): Usage => {
+const deliveredUsage = (transducer: StreamTransducer, inputTokens: number, count: (text: string) => number): Usage => {
   const { delivered } = transducer.snapshot()
   return {
     ...emptyUsage,
     inputTokens,
-    outputTokens: countText(delivered.text) + countText(delivered.thinking) + countText(delivered.toolArguments)
+    outputTokens: count(delivered.text) + count(delivered.thinking) + count(delivered.toolArguments)
   }
 }
 
@@ -148,7 +74,8 @@ const deliveredUsage = (transducer: StreamTransducer, inputTokens: number): Usag
 const progressOf = (
   transducer: StreamTransducer,
   inputTokens: number,
-  price: (usage: Usage) => bigint
+  price: (usage: Usage) => bigint,
+  count: (text: string) => number
 ): (() => Progress) => {
   const counted = { text: 0, thinking: 0, toolArguments: 0 }
   let outputTokens = 0
@@ -160,7 +87,7 @@ const progressOf = (
       const space = text.lastIndexOf(" ")
       const to = space > from ? space : text.length - from > 4096 ? text.length : from
       if (to > from) {
-        outputTokens += countText(text.slice(from, to))
+        outputTokens += count(text.slice(from, to))
         counted[field] = to
       }
     }
@@ -185,6 +112,8 @@ export class ChatGateway extends Context.Service<
     Effect.gen(function* () {
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
+      const dialects = yield* ChatDialects
+      const tokens = yield* TokenCounter
 
       const settleStream = (
         plugin: ChatPlugin,
@@ -203,7 +132,9 @@ export class ChatGateway extends Context.Service<
           }
           const complete = snapshot.usage !== undefined && snapshot.finished && !snapshot.truncated
           const usage =
-            complete && snapshot.usage !== undefined ? snapshot.usage : deliveredUsage(transducer, inputTokens)
+            complete && snapshot.usage !== undefined
+              ? snapshot.usage
+              : deliveredUsage(transducer, inputTokens, tokens.count)
           const cost = plugin.pricing.price(usage, model)
           // Delivered: billed now, or retried until the database takes it.
           yield* ledger.settleDelivered(accountId, holdId, cost, {
@@ -221,20 +152,16 @@ export class ChatGateway extends Context.Service<
         if (modelId === undefined) {
           return yield* new InvalidChatRequest({ param: "model", message: "model is required" })
         }
-        const entry = registry.resolve(modelId)
-        if (entry === undefined) return yield* new ModelNotFound({ model: modelId })
-        if (input.key.models !== null && !input.key.models.includes(modelId)) {
-          return yield* new ModelNotAllowed({ model: modelId })
-        }
+        const client = dialects[input.dialect]
         // A model served on another endpoint is refused before any hold: it costs nothing and says where to go.
-        if (entry.kind !== "chat") {
-          return yield* new InvalidChatRequest({
-            param: "model",
-            message: wrongEndpointMessage(modelId, entry, calledEndpoint(input, modelId))
-          })
-        }
-        const { plugin, model } = entry
-        const converted = toIR(input, modelId)
+        const { plugin, model } = yield* resolveModel(
+          registry,
+          "chat",
+          modelId,
+          input.key,
+          client.called(modelId, input.pathStream === true)
+        )
+        const converted = client.decode(input.body, { model: modelId, stream: input.pathStream ?? false })
         if (Result.isFailure(converted)) {
           return yield* new InvalidChatRequest({
             param: converted.failure.param === "" ? null : converted.failure.param,
@@ -248,8 +175,7 @@ export class ChatGateway extends Context.Service<
         let inputTokens = plugin.countInput?.({ dialect: input.dialect, body: input.body })
         if (inputTokens === undefined) {
           // A big prompt is counted in slices, so the event loop answers other requests meanwhile.
-          const tally = tallyInput(input)
-          inputTokens = tally.deferred === undefined ? tally.tokens : yield* finishTally(tally)
+          inputTokens = yield* client.countInput(input.body)
         }
         const estimate = plugin.pricing.estimate({ request, inputTokens }, model)
         const holdInput = {
@@ -307,7 +233,7 @@ export class ChatGateway extends Context.Service<
         const fallbackId = `msg_${randomUUID().replaceAll("-", "")}`
 
         if (reply._tag === "Body") {
-          const ir = responseToIR(reply.dialect, reply.body, fallbackId, modelId)
+          const ir = dialects[reply.dialect].readReply(reply.body, { id: fallbackId, model: modelId })
           if (Result.isFailure(ir)) {
             yield* ledger.release(input.key.accountId, holdId, "failed")
             return yield* new UpstreamFailed({
@@ -321,7 +247,7 @@ export class ChatGateway extends Context.Service<
           const body =
             reply.dialect === input.dialect && isRecord(reply.body)
               ? { ...reply.body, model: modelId }
-              : encodeResponse(input.dialect, { ...ir.success, model: modelId }, created)
+              : client.encodeReply({ ...ir.success, model: modelId }, created)
           return { _tag: "Json", body } satisfies ChatResult
         }
 
@@ -342,7 +268,7 @@ export class ChatGateway extends Context.Service<
         // A long stream records what it delivered with its hold's lease: a crash then bills that, not nothing.
         ledger.reportProgress(
           holdId,
-          progressOf(transducer, inputTokens, (usage) => plugin.pricing.price(usage, model))
+          progressOf(transducer, inputTokens, (usage) => plugin.pricing.price(usage, model), tokens.count)
         )
         const passthrough = reply.dialect === input.dialect
         const framesOf = (frame: SseFrame): ReadonlyArray<string> => {

@@ -16,6 +16,8 @@ import { parseDecimal } from "../../src/domain/Money.ts"
 import type { ChatPlugin, PluginModel } from "../../src/plugins/ModelPlugin.ts"
 import { PluginRegistry } from "../../src/app/PluginRegistry.ts"
 import { availableStores } from "../support/TestDatabase.ts"
+import * as ChatDialectsLive from "../../src/http/dialects/ChatDialectsLive.ts"
+import * as TokenCounterLive from "../../src/adapters/tokenizer/TokenCounterLive.ts"
 
 const usd = (text: string) => parseDecimal(text) as bigint
 
@@ -92,7 +94,11 @@ for (const { target, storeLayer } of availableStores("ChatGateway")) {
           endpoints: []
         })
         const context = yield* Layer.build(
-          ChatGateway.layer.pipe(Layer.provide(Layer.succeed(PluginRegistry, registry)))
+          ChatGateway.layer.pipe(
+            Layer.provide(Layer.succeed(PluginRegistry, registry)),
+            Layer.provide(ChatDialectsLive.layer),
+            Layer.provide(TokenCounterLive.layer)
+          )
         )
         return Context.get(context, ChatGateway)
       })

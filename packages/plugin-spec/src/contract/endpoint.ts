@@ -1,0 +1,86 @@
+/** The contract suite of a plugin of a new kind: its request schema, pricing, calls, abort and failures. */
+import { Effect } from "effect"
+import type fc from "fast-check"
+import { assert, describe, it } from "vitest"
+import type { PluginModel, UpstreamHttp } from "../common.ts"
+import type { EndpointPlugin, EndpointRequest, EndpointUsage } from "../endpoint.ts"
+import { describeContract } from "./engine.ts"
+import { fetchUpstreamHttp } from "./fetchUpstreamHttp.ts"
+
+export interface EndpointFixtures<Request extends EndpointRequest, Usage extends EndpointUsage> {
+  readonly models: ReadonlyArray<PluginModel>
+  /** Bodies a client may send: each must pass the schema and be answered. */
+  readonly requests: ReadonlyArray<{ readonly name: string; readonly body: unknown }>
+  /** Bodies the schema must refuse. */
+  readonly invalidBodies?: ReadonlyArray<unknown>
+  /** Requests to price (any valid one). */
+  readonly inputs: fc.Arbitrary<Request>
+  /** Usages the hold for `request` covers. */
+  readonly usageWithin: (request: Request, model: PluginModel) => fc.Arbitrary<Usage>
+  /** Requests whose call must fail (a model whose upstream refuses it), with the model to call. */
+  readonly failing?: ReadonlyArray<{ readonly name: string; readonly model: PluginModel; readonly body: unknown }>
+  /** The HTTP capability the gateway would give; defaults to `fetchUpstreamHttp()`. */
+  readonly http?: UpstreamHttp
+}
+
+const decode = async <Request>(plugin: EndpointPlugin<EndpointRequest, EndpointUsage>, body: unknown) => {
+  const result = await plugin.request["~standard"].validate(body)
+  return result as { readonly value?: Request; readonly issues?: ReadonlyArray<unknown> }
+}
+
+export const describeEndpointPluginContract = <Request extends EndpointRequest, Usage extends EndpointUsage>(
+  name: string,
+  plugin: EndpointPlugin<Request, Usage>,
+  fixtures: EndpointFixtures<Request, Usage>
+) => {
+  const http = fixtures.http ?? fetchUpstreamHttp()
+  const generic = plugin as unknown as EndpointPlugin<EndpointRequest, EndpointUsage>
+  const call = (model: PluginModel, body: unknown) => (signal: AbortSignal) =>
+    Effect.flatMap(
+      Effect.promise(() => decode<Request>(generic, body)),
+      (decoded) => {
+        if (decoded.value === undefined) return Effect.die(`the fixture body does not pass the schema: ${JSON.stringify(body)}`)
+        const request = decoded.value
+        return Effect.map(
+          plugin.invoke({ model, request, requestId: "contract", signal, http }),
+          (reply) => {
+            assert.isDefined(reply.body, "a reply carries a body for the client")
+            return reply.usage
+          }
+        )
+      }
+    )
+
+  describe(`plugin contract (new kind ${plugin.kind}): ${name}`, () => {
+    it("declares an endpoint under /v1 and a request schema", () => {
+      assert.strictEqual(plugin.endpoint.method, "POST")
+      assert.match(plugin.endpoint.path, /^\/v1\/[a-z0-9/_-]+$/)
+      assert.isFunction(plugin.request["~standard"].validate)
+    })
+    it("accepts every fixture body and refuses the invalid ones", async () => {
+      for (const { name: bodyName, body } of fixtures.requests) {
+        assert.isUndefined((await decode(generic, body)).issues, `${bodyName} was refused by the schema`)
+      }
+      for (const body of fixtures.invalidBodies ?? []) {
+        assert.isNotEmpty((await decode(generic, body)).issues ?? [], `accepted ${JSON.stringify(body)}`)
+      }
+    })
+  })
+
+  const [model] = fixtures.models
+  describeContract(plugin.kind, name, plugin, {
+    models: fixtures.models,
+    inputs: fixtures.inputs,
+    usageWithin: fixtures.usageWithin,
+    calls:
+      model === undefined
+        ? []
+        : fixtures.requests.map(({ name: callName, body }) => ({
+            name: callName,
+            model,
+            input: body as Request,
+            run: call(model, body)
+          })),
+    failing: (fixtures.failing ?? []).map((failing) => ({ name: failing.name, run: call(failing.model, failing.body) }))
+  })
+}

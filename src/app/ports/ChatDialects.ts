@@ -1,0 +1,38 @@
+/**
+ * The three chat wire protocols as the chat pipeline uses them, without knowing their encodings: the edge
+ * (`src/http/dialects`) owns each protocol's decoding, encoding, input counting, stream framing and error envelope,
+ * and hands the pipeline this table. The pipeline picks the client's entry to read the request and write the answer,
+ * and the plugin reply's entry to read its usage.
+ */
+import type { ChatRequest, ChatResponse, Dialect } from "@tollgate/plugin-spec"
+import { Context, type Effect, type Result } from "effect"
+
+/** Input that cannot be expressed or is malformed; `param` is a dotted path into the body. */
+export interface DialectProblem {
+  readonly param: string
+  readonly message: string
+}
+
+export interface ChatDialect {
+  readonly dialect: Dialect
+  /** The endpoint a client of this protocol called, as wrong-endpoint errors name it. */
+  readonly called: (model: string, stream: boolean) => string
+  /** The client's body in the chat IR; Gemini carries the model and streaming in the URL. */
+  readonly decode: (
+    body: Readonly<Record<string, unknown>>,
+    url: { readonly model: string; readonly stream: boolean }
+  ) => Result.Result<ChatRequest, DialectProblem>
+  /** Input tokens of the client's body, as the tokenizer counts them (big bodies in slices). */
+  readonly countInput: (body: Readonly<Record<string, unknown>>) => Effect.Effect<number>
+  /** A whole reply body of this protocol in the chat IR (for its usage, or to re-encode it). */
+  readonly readReply: (
+    body: unknown,
+    fallback: { readonly id: string; readonly model: string }
+  ) => Result.Result<ChatResponse, DialectProblem>
+  /** A whole answer in this protocol. */
+  readonly encodeReply: (response: ChatResponse, created: number) => unknown
+}
+
+export class ChatDialects extends Context.Service<ChatDialects, Readonly<Record<Dialect, ChatDialect>>>()(
+  "tollgate/app/ports/ChatDialects"
+) {}
