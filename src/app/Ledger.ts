@@ -15,7 +15,7 @@ import { formatMicros, type Micros } from "../domain/Money.ts"
 import { type Decision, decide, type LedgerCommand, type LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import { usageMetrics } from "../domain/ledger/UsageMetrics.ts"
-import { LedgerRejected } from "./LedgerErrors.ts"
+import { describeRejection, type LedgerRejected, toLedgerError } from "./LedgerErrors.ts"
 import { StoreRefused, StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
 import { type HoldSweepOptions, makeHoldSweep } from "./HoldSweep.ts"
 import { LiveHolds, type Progress } from "./LiveHolds.ts"
@@ -49,32 +49,6 @@ export const defaultLedgerOptions: LedgerOptions = {
   maxBatch: 256,
   sweepIntervalMillis: 15_000
 }
-
-const describe = (rejection: LedgerRejection): string => {
-  switch (rejection._tag) {
-    case "AccountNotFound":
-      return `account ${rejection.accountId} does not exist`
-    case "AccountAlreadyExists":
-      return `account ${rejection.accountId} already exists`
-    case "InvalidAmount":
-      return rejection.message
-    case "InsufficientBalance":
-      return `insufficient balance: ${formatMicros(rejection.requested)} is needed for this request and ${formatMicros(rejection.available)} is available`
-    case "SpendLimitExceeded":
-      return `this key's spend limit of ${formatMicros(rejection.limit)} would be exceeded: ${formatMicros(rejection.used)} is already spent or held and this request needs ${formatMicros(rejection.requested)}`
-    case "HoldNotFound":
-      return `hold ${rejection.holdId} does not exist`
-    case "HoldAlreadyExists":
-      return `hold ${rejection.holdId} already exists`
-    case "HoldNotPending":
-      return `hold ${rejection.holdId} is already ${rejection.status}`
-    case "DepositReferenceReused":
-      return `reference ${rejection.reference} was already used for a deposit of ${formatMicros(rejection.amount)}; a retry must repeat the same amount`
-  }
-}
-
-export const toLedgerError = (rejection: LedgerRejection): LedgerRejected =>
-  new LedgerRejected({ reason: rejection._tag, message: describe(rejection) })
 
 export type { Companion, WriterStatsSnapshot }
 
@@ -203,7 +177,7 @@ export class Ledger extends Context.Service<
           const accountId = randomUUID()
           const at = yield* nowIso
           const decision = yield* submit({ type: "OpenAccount", accountId, name, at })
-          if (decision._tag === "Rejected") return yield* Effect.die(describe(decision.rejection)) // fresh uuid: a bug
+          if (decision._tag === "Rejected") return yield* Effect.die(describeRejection(decision.rejection)) // fresh uuid: a bug
           return { id: accountId, name, createdAt: at }
         }, traced("Ledger.openAccount"))
 
@@ -261,7 +235,7 @@ export class Ledger extends Context.Service<
         }, traced("Ledger.placeHoldWith"))
 
         // Resolutions that must commit: retried until the database takes them, journaled against a restart.
-        const retries = yield* makeResolutionRetries({ submit, journal, live, health, describe })
+        const retries = yield* makeResolutionRetries({ submit, journal, live, health, describe: describeRejection })
         /** A hold leaves the live set once resolved, unless its resolution still waits for the database. */
         const ended = (holdId: string) =>
           Effect.sync(() => {
@@ -310,7 +284,7 @@ export class Ledger extends Context.Service<
             if (Exit.isSuccess(outcome)) {
               if (outcome.value._tag === "Rejected") {
                 yield* Effect.logError("a delivered response could not be billed: its hold was already resolved").pipe(
-                  Effect.annotateLogs({ holdId, reason: describe(outcome.value.rejection) })
+                  Effect.annotateLogs({ holdId, reason: describeRejection(outcome.value.rejection) })
                 )
               }
               return yield* ended(holdId)

@@ -4,7 +4,7 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { finishTally, tallyAnthropicMessages } from "../adapters/tokenizer/Tokenizer.ts"
+import { finishTally, tallyAnthropicMessages } from "../adapters/tokenizer/ChatTally.ts"
 import { ChatGateway, type ChatInput, type ChatResult } from "../app/ChatGateway.ts"
 import { ModelNotFound } from "../app/ChatErrors.ts"
 import { PluginRegistry } from "../app/PluginRegistry.ts"

@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { finishTally, tallyGeminiContents } from "../adapters/tokenizer/Tokenizer.ts"
+import { finishTally, tallyGeminiContents } from "../adapters/tokenizer/ChatTally.ts"
 import { EmbeddingsGateway } from "../app/EmbeddingsGateway.ts"
 import { resolveModel } from "../app/HeldCall.ts"
 import type { AuthenticatedKey } from "../app/Keys.ts"

@@ -2,7 +2,8 @@
  * Anthropic Messages as the real API speaks it: `POST /v1/messages` (JSON and the SSE event sequence),
  * `POST /v1/messages/count_tokens` and `GET /v1/models`, with the API's conversation checks and thinking signatures.
  */
-import { splitByTokens, tallyAnthropicMessages } from "../tokenizer/Tokenizer.ts"
+import { splitByTokens } from "../tokenizer/Tokenizer.ts"
+import { tallyAnthropicMessages } from "../tokenizer/ChatTally.ts"
 import type { AsyncReply } from "./audio/AudioReply.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
 import { anthropicError } from "./ErrorEnvelopes.ts"

@@ -2,7 +2,8 @@
  * Gemini as the real API speaks it: `POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`
  * and `:countTokens`. The method sits after a colon inside the last path segment, hence the regex route.
  */
-import { splitByTokens, tallyGeminiContents } from "../tokenizer/Tokenizer.ts"
+import { splitByTokens } from "../tokenizer/Tokenizer.ts"
+import { tallyGeminiContents } from "../tokenizer/ChatTally.ts"
 import type { AsyncReply } from "./audio/AudioReply.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
 import { geminiError } from "./ErrorEnvelopes.ts"

@@ -1,5 +1,6 @@
 /** OpenAI Chat Completions as the real API speaks it: `POST /v1/chat/completions` and `GET /v1/models`. */
-import { splitByTokens, tallyOpenAIChat } from "../tokenizer/Tokenizer.ts"
+import { splitByTokens } from "../tokenizer/Tokenizer.ts"
+import { tallyOpenAIChat } from "../tokenizer/ChatTally.ts"
 import type { AsyncReply } from "./audio/AudioReply.ts"
 import { openAIError } from "./ErrorEnvelopes.ts"
 import { invalid, modelNotFound } from "./OpenAIReplies.ts"

@@ -4,7 +4,7 @@
  * here at the simulator's Promise-based edge) and the reply is built once it is known.
  */
 import { Effect } from "effect"
-import { finishTally, type Tally } from "../tokenizer/Tokenizer.ts"
+import { finishTally, type Tally } from "../tokenizer/ChatTally.ts"
 import { type AsyncReply, asyncReply } from "./audio/AudioReply.ts"
 import type { SimReply } from "./SimResponse.ts"
 

@@ -9,7 +9,7 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { AccountState, HoldState, KeySpend } from "../../domain/ledger/LedgerAccount.ts"
-import { recordsJson } from "./PgEventStore.ts"
+import { recordsJson } from "./EventAppends.ts"
 
 export interface AccountRow {
   readonly state: AccountState

@@ -6,7 +6,8 @@ import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { LeaseRenewal } from "../../app/LiveHolds.ts"
 import type { HoldLeaseStore, OrphanHold } from "../../app/ports/LedgerWriter.ts"
-import { type JsonValue, recordsJson, storeUnavailable } from "./PgEventStore.ts"
+import { storeUnavailable } from "./PgEventStore.ts"
+import { type JsonValue, recordsJson } from "./EventAppends.ts"
 
 /**
  * Renews `renewals` until `leaseUntil` (keeping a lease's last progress when this round read none) and deletes the

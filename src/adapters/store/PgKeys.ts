@@ -19,7 +19,8 @@ import {
 } from "../../domain/keys/ApiKey.ts"
 import { formatMicros } from "../../domain/Money.ts"
 import { makeKeyCache } from "./KeyCache.ts"
-import { appendMany, orUnavailable } from "./PgEventStore.ts"
+import { orUnavailable } from "./PgEventStore.ts"
+import { appendMany } from "./EventAppends.ts"
 import { traced } from "../../app/Traced.ts"
 
 interface KeyRow {

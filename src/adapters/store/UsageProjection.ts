@@ -7,7 +7,7 @@ import type { SqlClient } from "effect/sql"
 import type { HoldState } from "../../domain/ledger/LedgerAccount.ts"
 import type { LedgerEvent } from "../../domain/ledger/LedgerEvent.ts"
 import { parseDecimal } from "../../domain/Money.ts"
-import { recordsJson } from "./PgEventStore.ts"
+import { recordsJson } from "./EventAppends.ts"
 
 export const NIL_UUID = "00000000-0000-0000-0000-000000000000"
 

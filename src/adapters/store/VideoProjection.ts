@@ -6,7 +6,7 @@
 import type { SqlClient } from "effect/sql"
 import { parseDecimal } from "../../domain/Money.ts"
 import type { VideoTaskState } from "../../domain/video/VideoTask.ts"
-import { recordsJson } from "./PgEventStore.ts"
+import { recordsJson } from "./EventAppends.ts"
 
 /** A decimal amount as the micro-dollars column wants it, in decimal text (a JSON number would stop at 2^53). */
 const micros = (decimal: string | null): string | null => {

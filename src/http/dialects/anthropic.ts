@@ -3,7 +3,7 @@
  * clients call. (Its SSE events are converted by the stream transducer; its error envelope is `ApiError`'s.)
  */
 import { Result } from "effect"
-import { finishTally, tallyAnthropicMessages } from "../../adapters/tokenizer/Tokenizer.ts"
+import { finishTally, tallyAnthropicMessages } from "../../adapters/tokenizer/ChatTally.ts"
 import type { ChatDialect } from "../../app/ports/ChatDialects.ts"
 import {
   anthropicRequestToIR,

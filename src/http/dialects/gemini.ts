@@ -4,7 +4,7 @@
  * its error envelope is `ApiError`'s Google shape.)
  */
 import { Result } from "effect"
-import { finishTally, tallyGeminiContents } from "../../adapters/tokenizer/Tokenizer.ts"
+import { finishTally, tallyGeminiContents } from "../../adapters/tokenizer/ChatTally.ts"
 import type { ChatDialect } from "../../app/ports/ChatDialects.ts"
 import { geminiRequestToIR, geminiResponseToIR, irToGeminiResponse } from "../../plugins/text/convert/gemini.ts"
 import { countTally, problem } from "./shared.ts"

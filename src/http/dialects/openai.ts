@@ -4,7 +4,7 @@
  * envelope is `ApiError`'s `openai` shape.)
  */
 import { Result } from "effect"
-import { finishTally, tallyOpenAIChat } from "../../adapters/tokenizer/Tokenizer.ts"
+import { finishTally, tallyOpenAIChat } from "../../adapters/tokenizer/ChatTally.ts"
 import type { ChatDialect } from "../../app/ports/ChatDialects.ts"
 import { irToOpenAIResponse, openAIRequestToIR, openAIResponseToIR } from "../../plugins/text/convert/openai.ts"
 import { countTally, problem } from "./shared.ts"

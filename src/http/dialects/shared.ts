@@ -1,6 +1,6 @@
 /** What the three chat dialects share at the edge. */
 import { Effect } from "effect"
-import type { Tally } from "../../adapters/tokenizer/Tokenizer.ts"
+import type { Tally } from "../../adapters/tokenizer/ChatTally.ts"
 import type { DialectProblem } from "../../app/ports/ChatDialects.ts"
 import type { ConvertError } from "../../plugins/text/convert/ChatIR.ts"
 

@@ -2,7 +2,8 @@ import Anthropic from "@anthropic-ai/sdk"
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Simulator } from "../../../src/adapters/simulator/Simulator.ts"
-import { countAnthropicMessages, countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
+import { countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
+import { countAnthropicMessages } from "../../../src/adapters/tokenizer/ChatTally.ts"
 import { assertMatchesSchema } from "./SchemaCheck.ts"
 
 type AnthropicError = InstanceType<typeof Anthropic.APIError>

@@ -2,7 +2,8 @@ import { assert, layer } from "@effect/vitest"
 import { ApiError, type Content, GoogleGenAI } from "@google/genai"
 import { Effect } from "effect"
 import { Simulator } from "../../../src/adapters/simulator/Simulator.ts"
-import { countGeminiContents, countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
+import { countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
+import { countGeminiContents } from "../../../src/adapters/tokenizer/ChatTally.ts"
 
 const clientFor = (simulator: Simulator["Service"], apiKey = simulator.apiKey) =>
   new GoogleGenAI({ apiKey, httpOptions: { baseUrl: simulator.baseUrl } })

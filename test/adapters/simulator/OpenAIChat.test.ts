@@ -2,7 +2,8 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import OpenAI from "openai"
 import { Simulator } from "../../../src/adapters/simulator/Simulator.ts"
-import { countOpenAIChat, countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
+import { countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
+import { countOpenAIChat } from "../../../src/adapters/tokenizer/ChatTally.ts"
 import { assertMatchesSchema } from "./SchemaCheck.ts"
 
 const weatherTool = {

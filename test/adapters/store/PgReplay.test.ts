@@ -5,12 +5,8 @@ import * as PgAccounts from "../../../src/adapters/store/PgAccounts.ts"
 import * as PgKeys from "../../../src/adapters/store/PgKeys.ts"
 import * as PgReplay from "../../../src/adapters/store/PgReplay.ts"
 import { outdatedProjections, upgradeProjections } from "../../../src/adapters/store/ProjectionVersions.ts"
-import {
-  LedgerCore,
-  PROJECTION_VERSIONS,
-  type ReplayEvent,
-  videoTaskFinished
-} from "../../../src/adapters/store/Projections.ts"
+import { LedgerCore, PROJECTION_VERSIONS, type ReplayEvent } from "../../../src/adapters/store/Projections.ts"
+import { videoTaskFinished } from "../../../src/adapters/store/ProjectionTables.ts"
 import { Accounts } from "../../../src/app/Accounts.ts"
 import { Keys } from "../../../src/app/Keys.ts"
 import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"

@@ -5,12 +5,10 @@ import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import {
   countText,
   countTextSliced,
-  finishTally,
   splitByTokens,
-  tallyOpenAIChat,
-  countOpenAIChat,
   truncateToTokens
 } from "../../../src/adapters/tokenizer/Tokenizer.ts"
+import { finishTally, tallyOpenAIChat, countOpenAIChat } from "../../../src/adapters/tokenizer/ChatTally.ts"
 
 const plain = { disallowedSpecial: new Set<string>() }
 

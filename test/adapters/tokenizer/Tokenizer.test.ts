@@ -3,17 +3,20 @@ import { Effect } from "effect"
 import * as fc from "fast-check"
 import { encode } from "gpt-tokenizer/encoding/o200k_base"
 import {
-  countAnthropicMessages,
-  countGeminiContents,
-  countOpenAIChat,
   countText,
   IMAGE_TOKENS,
   MESSAGE_OVERHEAD_TOKENS,
   REPLY_PRIMING_TOKENS,
   splitByTokens,
-  Tokenizer,
   truncateToTokens
 } from "../../../src/adapters/tokenizer/Tokenizer.ts"
+import {
+  countAnthropicMessages,
+  countGeminiContents,
+  countOpenAIChat
+} from "../../../src/adapters/tokenizer/ChatTally.ts"
+import { TokenCounter } from "../../../src/app/ports/TokenCounter.ts"
+import * as TokenCounterLive from "../../../src/adapters/tokenizer/TokenCounterLive.ts"
 
 describe("countText (o200k_base)", () => {
   it("counts known strings", () => {
@@ -132,14 +135,11 @@ describe("request counting", () => {
     )
   })
 
-  it.effect("is available as a service", () =>
+  it.effect("is available as the app's token-counting port", () =>
     Effect.gen(function* () {
-      const tokenizer = yield* Tokenizer
-      assert.strictEqual(tokenizer.countText("Hello, world!"), 4)
-      assert.strictEqual(
-        tokenizer.countOpenAIChat({ messages: [{ role: "user", content: "x" }] }),
-        countOpenAIChat({ messages: [{ role: "user", content: "x" }] })
-      )
-    }).pipe(Effect.provide(Tokenizer.layer))
+      const tokens = yield* TokenCounter
+      assert.strictEqual(tokens.count("Hello, world!"), 4)
+      assert.strictEqual(yield* tokens.countMany(["Hello, world!", "Be brief."]), 4 + countText("Be brief."))
+    }).pipe(Effect.provide(TokenCounterLive.layer))
   )
 })

@@ -3,7 +3,8 @@
  * caption and real PNGs in `inlineData`, sized from `imageConfig` or the first input image, with image token usage.
  * Knobs are prompt markers (see ImageMarkers.ts).
  */
-import { countGeminiContents, countText, IMAGE_TOKENS, splitByTokens } from "../../tokenizer/Tokenizer.ts"
+import { countText, IMAGE_TOKENS, splitByTokens } from "../../tokenizer/Tokenizer.ts"
+import { countGeminiContents } from "../../tokenizer/ChatTally.ts"
 import { geminiError } from "../ErrorEnvelopes.ts"
 import { checkGeminiAuth, geminiStream } from "../GeminiGenerate.ts"
 import { arrayField, field, isRecord, type JsonRecord, stringField } from "../Json.ts"
