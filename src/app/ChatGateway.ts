@@ -7,7 +7,7 @@
 import { Clock, Context, Effect, Exit, Fiber, Layer, Result, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import type { ChatPlugin, ChatReply, Dialect, PluginFailure, PluginModel, SseFrame } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry, wrongEndpointMessage } from "./PluginRegistry.ts"
+import { PluginRegistry } from "./PluginRegistry.ts"
 import { emptyUsage, type Usage } from "../plugins/text/convert/ChatIR.ts"
 import { isRecord, parseJson, swapSoleModel } from "../plugins/text/convert/json.ts"
 import { ChatDialects } from "./ports/ChatDialects.ts"

@@ -7,7 +7,7 @@
  * renewed their own first.
  */
 import { Clock, Effect, Schedule } from "effect"
-import type { Decision, LedgerCommand } from "../domain/ledger/LedgerAccount.ts"
+import type { Decision, LedgerCommand } from "../domain/ledger/LedgerState.ts"
 import type { LiveHolds, StoreHealth } from "./LiveHolds.ts"
 import type { HoldLeaseStore } from "./ports/LedgerWriter.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"

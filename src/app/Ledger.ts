@@ -11,8 +11,9 @@
  */
 import { Clock, Context, Effect, Exit, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
-import { formatMicros, type Micros } from "../domain/Money.ts"
-import { type Decision, decide, type LedgerCommand, type LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
+import type { Micros } from "../domain/Money.ts"
+import { decide } from "../domain/ledger/LedgerAccount.ts"
+import type { Decision, LedgerCommand } from "../domain/ledger/LedgerState.ts"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import { usageMetrics } from "../domain/ledger/UsageMetrics.ts"
 import { describeRejection, type LedgerRejected, toLedgerError } from "./LedgerErrors.ts"

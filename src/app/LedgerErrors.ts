@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { formatMicros } from "../domain/Money.ts"
-import type { LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
+import type { LedgerRejection } from "../domain/ledger/LedgerState.ts"
 
 export const LedgerRejectionReason = Schema.Literals([
   "AccountNotFound",

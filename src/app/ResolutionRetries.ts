@@ -7,7 +7,7 @@
  * answer lost) is logged and dropped.
  */
 import { Clock, Effect, Exit, Queue } from "effect"
-import type { Decision, LedgerCommand, LedgerRejection } from "../domain/ledger/LedgerAccount.ts"
+import type { Decision, LedgerCommand, LedgerRejection } from "../domain/ledger/LedgerState.ts"
 import type { LiveHolds, StoreHealth } from "./LiveHolds.ts"
 import type { PendingResolution, SettlementJournal } from "./SettlementJournal.ts"
 import { StoreRefused, type StoreUnavailable } from "./StoreErrors.ts"

@@ -13,13 +13,8 @@ import {
   type StatementState
 } from "../../src/app/Statements.ts"
 import { formatSignedMicros, parseDecimal } from "../../src/domain/Money.ts"
-import {
-  type AccountState,
-  decide,
-  evolve,
-  initialState,
-  type LedgerCommand
-} from "../../src/domain/ledger/LedgerAccount.ts"
+import { decide, evolve } from "../../src/domain/ledger/LedgerAccount.ts"
+import { type AccountState, initialState, type LedgerCommand } from "../../src/domain/ledger/LedgerState.ts"
 import type { LedgerEvent } from "../../src/domain/ledger/LedgerEvent.ts"
 
 const ACCOUNT = "acc-1"

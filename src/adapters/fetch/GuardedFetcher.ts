@@ -9,8 +9,6 @@
  * This module wraps undici and node:dns, so the Promise and stream callbacks live here.
  */
 import { discard } from "../upstream/ResponseBody.ts"
-import { lookup as systemLookup } from "node:dns/promises"
-import type { LookupFunction } from "node:net"
 import { Duration, Effect, Layer } from "effect"
 import { Agent, type Dispatcher, request } from "undici"
 import {
@@ -33,6 +31,19 @@ import {
   type ProbedResource
 } from "../../app/ports/GuardedFetcher.ts"
 import { traced } from "../../app/Traced.ts"
+import {
+  DEFAULT_MAX_REDIRECTS,
+  REDIRECT_STATUSES,
+  type Step,
+  USER_AGENT,
+  defaultResolver,
+  errorCode,
+  firstHeader,
+  isIpLiteral,
+  mediaType,
+  pinnedLookup,
+  readCapped
+} from "./FetchWire.ts"
 
 export interface ResolvedAddress {
   readonly address: string
@@ -54,80 +65,6 @@ export interface GuardedFetcherOptions {
   /** Default 5. */
   readonly maxRedirects?: number | undefined
 }
-
-export const DEFAULT_MAX_REDIRECTS = 5
-const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
-const USER_AGENT = "Tollgate-Fetch/0.1"
-
-const defaultResolver: Resolver = (hostname) => systemLookup(hostname, { all: true, verbatim: true })
-
-type Step<A> = { readonly _tag: "Redirect"; readonly location: string } | { readonly _tag: "Done"; readonly value: A }
-
-const firstHeader = (headers: Dispatcher.ResponseData["headers"], name: string): string | undefined => {
-  const value = headers[name]
-  return typeof value === "string" ? value : value?.[0]
-}
-
-const mediaType = (header: string | undefined): string => (header ?? "").split(";")[0]!.trim().toLowerCase()
-
-const isIpLiteral = (host: string): boolean =>
-  /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || (host.includes(":") && !host.includes("/"))
-
-/** A `lookup` that answers every connect with the vetted addresses and never asks DNS again. */
-const pinnedLookup =
-  (addresses: ReadonlyArray<ResolvedAddress>): LookupFunction =>
-  (_hostname, options, callback) => {
-    if (options.all === true) {
-      callback(
-        null,
-        addresses.map(({ address, family }) => ({ address, family }))
-      )
-      return
-    }
-    callback(null, addresses[0]!.address, addresses[0]!.family)
-  }
-
-const errorCode = (cause: unknown): string => {
-  if (typeof cause !== "object" || cause === null) return ""
-  const code = (cause as { readonly code?: unknown }).code
-  if (typeof code === "string") return code
-  const errors = (cause as { readonly errors?: unknown }).errors
-  return Array.isArray(errors) && errors.length > 0 ? errorCode(errors[0]) : ""
-}
-
-/** Reads a body up to `maxBytes`; `undefined` (and the body destroyed) once it grows past that. */
-const readCapped = (
-  body: Dispatcher.ResponseData["body"],
-  maxBytes: number,
-  signal: AbortSignal
-): Promise<Uint8Array | undefined> =>
-  new Promise((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const abort = () => {
-      discard(body)
-      reject(signal.reason)
-    }
-    signal.addEventListener("abort", abort, { once: true })
-    body.on("data", (chunk: Buffer) => {
-      size += chunk.length
-      if (size > maxBytes) {
-        signal.removeEventListener("abort", abort)
-        discard(body)
-        resolve(undefined)
-        return
-      }
-      chunks.push(chunk)
-    })
-    body.on("end", () => {
-      signal.removeEventListener("abort", abort)
-      resolve(Buffer.concat(chunks))
-    })
-    body.on("error", (error) => {
-      signal.removeEventListener("abort", abort)
-      reject(error)
-    })
-  })
 
 /** The fetcher's implementation; `GuardedFetcher.layer` wraps it as a service. */
 export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): GuardedFetcher["Service"] => {

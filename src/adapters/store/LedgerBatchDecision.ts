@@ -3,7 +3,8 @@ import { StreamVersionConflict } from "../../app/StoreErrors.ts"
 import { accountStream } from "../../domain/Ids.ts"
 import { currentSchemaVersion } from "../../domain/ledger/Upcast.ts"
 import { addUsageSql, UsageTotals, usageDelta, usageRecords } from "./UsageProjection.ts"
-import { type AccountState, decide, evolve, type HoldState, type KeySpend } from "../../domain/ledger/LedgerAccount.ts"
+import { decide, evolve } from "../../domain/ledger/LedgerAccount.ts"
+import type { AccountState, HoldState, KeySpend } from "../../domain/ledger/LedgerState.ts"
 import {
   accountRecords,
   type DepositRow,

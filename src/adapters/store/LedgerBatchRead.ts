@@ -5,12 +5,7 @@
 import { Effect } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import { accountStream } from "../../domain/Ids.ts"
-import {
-  type AccountState,
-  type HoldState,
-  initialState,
-  type LedgerCommand
-} from "../../domain/ledger/LedgerAccount.ts"
+import { type AccountState, type HoldState, initialState, type LedgerCommand } from "../../domain/ledger/LedgerState.ts"
 import type { Heads } from "./EventAppends.ts"
 import type { BatchOutcome } from "../../app/ports/LedgerWriter.ts"
 import type { BatchItem, KnownAccount, KnownAccounts } from "./LedgerStore.ts"

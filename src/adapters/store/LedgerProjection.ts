@@ -8,7 +8,7 @@
  */
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
-import type { AccountState, HoldState, KeySpend } from "../../domain/ledger/LedgerAccount.ts"
+import type { AccountState, HoldState, KeySpend } from "../../domain/ledger/LedgerState.ts"
 import { recordsJson } from "./EventAppends.ts"
 
 export interface AccountRow {

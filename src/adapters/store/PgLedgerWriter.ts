@@ -12,7 +12,7 @@ import type { StoreHealth } from "../../app/LiveHolds.ts"
 import { Ledger, type LedgerOptions } from "../../app/Ledger.ts"
 import { type BatchOutcome, type Companion, LedgerWriter } from "../../app/ports/LedgerWriter.ts"
 import { StoreRefused, StoreUnavailable } from "../../app/StoreErrors.ts"
-import type { LedgerCommand } from "../../domain/ledger/LedgerAccount.ts"
+import type { LedgerCommand } from "../../domain/ledger/LedgerState.ts"
 import { commitIsolated, KnownAccounts, WriterStats } from "./LedgerStore.ts"
 import { makePgHoldLeases } from "./PgHoldLeases.ts"
 

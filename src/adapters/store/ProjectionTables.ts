@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
 import type { KeyEvent } from "../../domain/keys/ApiKey.ts"
-import type { HoldState } from "../../domain/ledger/LedgerAccount.ts"
+import type { HoldState } from "../../domain/ledger/LedgerState.ts"
 import { parseDecimal } from "../../domain/Money.ts"
 import {
   evolve as evolveVideo,

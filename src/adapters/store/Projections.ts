@@ -11,7 +11,8 @@
  */
 import type { Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
-import { type AccountState, evolve, type HoldState, initialState } from "../../domain/ledger/LedgerAccount.ts"
+import { evolve } from "../../domain/ledger/LedgerAccount.ts"
+import { type AccountState, type HoldState, initialState } from "../../domain/ledger/LedgerState.ts"
 import { isLedgerEventType, type LedgerEvent } from "../../domain/ledger/LedgerEvent.ts"
 import {
   accountsProjection,

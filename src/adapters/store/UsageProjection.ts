@@ -4,7 +4,7 @@
  * in its one statement; replay folds the same deltas from the events with the same function.
  */
 import type { SqlClient } from "effect/sql"
-import type { HoldState } from "../../domain/ledger/LedgerAccount.ts"
+import type { HoldState } from "../../domain/ledger/LedgerState.ts"
 import type { LedgerEvent } from "../../domain/ledger/LedgerEvent.ts"
 import { parseDecimal } from "../../domain/Money.ts"
 import { recordsJson } from "./EventAppends.ts"

@@ -4,7 +4,7 @@
  * accounts as last committed (for deciding cheaply whether a hold will likely pass), and the hold leases. The ledger's
  * rules live in `app/Ledger.ts` and the domain decider; shards, batching and SQL live in `adapters/store`.
  */
-import type { AccountState, Decision, LedgerCommand } from "../../domain/ledger/LedgerAccount.ts"
+import type { AccountState, Decision, LedgerCommand } from "../../domain/ledger/LedgerState.ts"
 import { Context, type Effect } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import type { LeaseRenewal, StoreHealth } from "../LiveHolds.ts"

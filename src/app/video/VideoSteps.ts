@@ -5,7 +5,7 @@
 import { Clock, Duration, Effect } from "effect"
 import { formatMicros } from "../../domain/Money.ts"
 import { decide, evolve, type VideoCommand, type VideoTaskState } from "../../domain/video/VideoTask.ts"
-import type { PluginFailure, PluginModel, VideosPlugin, VideoUsage } from "../../plugins/ModelPlugin.ts"
+import type { PluginModel, VideosPlugin, VideoUsage } from "../../plugins/ModelPlugin.ts"
 import type { CancelsVideoTasks } from "../../plugins/video/VideoPlugin.ts"
 
 import { contentKeyFor, decidedEvents, isRetryable, type StepOutcome, type VideoContext } from "./VideoTaskParts.ts"

@@ -5,11 +5,8 @@
 import { Result } from "effect"
 import { finishTally, tallyAnthropicMessages } from "../../adapters/tokenizer/ChatTally.ts"
 import type { ChatDialect } from "../../app/ports/ChatDialects.ts"
-import {
-  anthropicRequestToIR,
-  anthropicResponseToIR,
-  irToAnthropicResponse
-} from "../../plugins/text/convert/anthropic.ts"
+import { anthropicRequestToIR } from "../../plugins/text/convert/anthropicRequestToIR.ts"
+import { anthropicResponseToIR, irToAnthropicResponse } from "../../plugins/text/convert/anthropicResponse.ts"
 import { countTally, problem } from "./shared.ts"
 
 export const anthropic: ChatDialect = {

@@ -6,7 +6,8 @@
 import { Result } from "effect"
 import { finishTally, tallyGeminiContents } from "../../adapters/tokenizer/ChatTally.ts"
 import type { ChatDialect } from "../../app/ports/ChatDialects.ts"
-import { geminiRequestToIR, geminiResponseToIR, irToGeminiResponse } from "../../plugins/text/convert/gemini.ts"
+import { geminiRequestToIR } from "../../plugins/text/convert/geminiRequestToIR.ts"
+import { geminiResponseToIR, irToGeminiResponse } from "../../plugins/text/convert/geminiResponse.ts"
 import { countTally, problem } from "./shared.ts"
 
 export const gemini: ChatDialect = {

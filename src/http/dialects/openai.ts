@@ -6,7 +6,8 @@
 import { Result } from "effect"
 import { finishTally, tallyOpenAIChat } from "../../adapters/tokenizer/ChatTally.ts"
 import type { ChatDialect } from "../../app/ports/ChatDialects.ts"
-import { irToOpenAIResponse, openAIRequestToIR, openAIResponseToIR } from "../../plugins/text/convert/openai.ts"
+import { openAIRequestToIR } from "../../plugins/text/convert/openaiRequestToIR.ts"
+import { irToOpenAIResponse, openAIResponseToIR } from "../../plugins/text/convert/openaiResponse.ts"
 import { countTally, problem } from "./shared.ts"
 
 export const openai: ChatDialect = {

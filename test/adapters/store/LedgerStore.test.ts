@@ -15,7 +15,8 @@ import type { StoreRefused } from "../../../src/app/StoreErrors.ts"
 
 type PlaceHoldCommand = Extract<LedgerCommand, { type: "PlaceHold" }>
 import { accountStream } from "../../../src/domain/Ids.ts"
-import { fold, initialState, type LedgerCommand } from "../../../src/domain/ledger/LedgerAccount.ts"
+import { fold } from "../../../src/domain/ledger/LedgerAccount.ts"
+import { initialState, type LedgerCommand } from "../../../src/domain/ledger/LedgerState.ts"
 import type { LedgerEvent } from "../../../src/domain/ledger/LedgerEvent.ts"
 import { parseDecimal } from "../../../src/domain/Money.ts"
 import { availableStores } from "../../support/TestDatabase.ts"

@@ -1,16 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
+import { decide, evolve, fold } from "../../../src/domain/ledger/LedgerAccount.ts"
 import {
   type AccountState,
   available,
   type Decision,
-  decide,
-  evolve,
-  fold,
   initialState,
   type LedgerCommand,
   type LedgerRejection
-} from "../../../src/domain/ledger/LedgerAccount.ts"
+} from "../../../src/domain/ledger/LedgerState.ts"
 import type { LedgerEvent, RefundReason } from "../../../src/domain/ledger/LedgerEvent.ts"
 import { formatMicros, MAX_MICROS, max, min, parseDecimal } from "../../../src/domain/Money.ts"
 

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { evolve, initialState } from "../../../src/domain/ledger/LedgerAccount.ts"
+import { evolve } from "../../../src/domain/ledger/LedgerAccount.ts"
+import { initialState } from "../../../src/domain/ledger/LedgerState.ts"
 import type { LedgerEvent } from "../../../src/domain/ledger/LedgerEvent.ts"
 import { currentSchemaVersion, upcastLedgerEvent } from "../../../src/domain/ledger/Upcast.ts"
 import { usageMetrics } from "../../../src/domain/ledger/UsageMetrics.ts"

@@ -8,7 +8,7 @@ import {
 import type { ImageFetcher } from "../../../src/plugins/chat-image/ImageInputs.ts"
 import { markdownImage } from "../../../src/plugins/chat-image/MarkdownImages.ts"
 import { type ChatCall, type PluginModel, pluginFailure } from "../../../src/plugins/ModelPlugin.ts"
-import { openAIRequestToIR } from "../../../src/plugins/text/convert/openai.ts"
+import { openAIRequestToIR } from "../../../src/plugins/text/convert/openaiRequestToIR.ts"
 
 // A real 1×1 PNG (sniffed as image/png).
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

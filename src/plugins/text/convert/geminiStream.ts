@@ -22,13 +22,8 @@ import {
   type StreamParser,
   type UpstreamEvent
 } from "./ChatStream.ts"
-import {
-  geminiFinishToStopReason,
-  geminiPartsToIR,
-  geminiUsageToIR,
-  irUsageToGemini,
-  stopReasonToGeminiFinish
-} from "./gemini.ts"
+import { geminiFinishToStopReason, geminiUsageToIR, irUsageToGemini, stopReasonToGeminiFinish } from "./gemini.ts"
+import { geminiPartsToIR } from "./geminiResponse.ts"
 import { asArray, asRecord, asString, isRecord, type JsonRecord, parseJsonObject } from "./json.ts"
 
 const GEMINI_ERROR_KINDS: Readonly<Record<string, ErrorKind>> = {

@@ -26,13 +26,13 @@ import {
 import { asArray, asRecord, asString, isRecord, type JsonRecord, parseJson } from "./json.ts"
 import { packToolId } from "./thinkingSignature.ts"
 import {
-  chatCompletionId,
   irUsageToOpenAI,
   openAIFinishToStopReason,
   openAIUsageToIR,
   type ReasoningField,
   stopReasonToOpenAIFinish
 } from "./openai.ts"
+import { chatCompletionId } from "./openaiResponse.ts"
 
 export const openAIErrorKind = (error: JsonRecord): ErrorKind => {
   const type = asString(error.type)

@@ -1,12 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import {
-  anthropicRequestToIR,
-  anthropicResponseToIR,
-  irToAnthropicRequest,
-  irToAnthropicResponse
-} from "../../../../src/plugins/text/convert/anthropic.ts"
+import { irToAnthropicRequest } from "../../../../src/plugins/text/convert/anthropic.ts"
+import { anthropicRequestToIR } from "../../../../src/plugins/text/convert/anthropicRequestToIR.ts"
+import { anthropicResponseToIR, irToAnthropicResponse } from "../../../../src/plugins/text/convert/anthropicResponse.ts"
 import type { ChatRequest, ChatResponse } from "../../../../src/plugins/text/convert/ChatIR.ts"
-import { irToOpenAIRequest, openAIRequestToIR } from "../../../../src/plugins/text/convert/openai.ts"
+import { irToOpenAIRequest } from "../../../../src/plugins/text/convert/openai.ts"
+import { openAIRequestToIR } from "../../../../src/plugins/text/convert/openaiRequestToIR.ts"
 import { restoreToolId, sanitizeToolId } from "../../../../src/plugins/text/convert/toolId.ts"
 import { failure, ok } from "./helpers.ts"
 

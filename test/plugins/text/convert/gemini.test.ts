@@ -1,12 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequest } from "../../../../src/plugins/text/convert/ChatIR.ts"
-import {
-  geminiRequestToIR,
-  geminiResponseToIR,
-  irToGeminiRequest,
-  irToGeminiResponse
-} from "../../../../src/plugins/text/convert/gemini.ts"
-import { openAIRequestToIR } from "../../../../src/plugins/text/convert/openai.ts"
+import { irToGeminiRequest } from "../../../../src/plugins/text/convert/gemini.ts"
+import { geminiRequestToIR } from "../../../../src/plugins/text/convert/geminiRequestToIR.ts"
+import { geminiResponseToIR, irToGeminiResponse } from "../../../../src/plugins/text/convert/geminiResponse.ts"
+import { openAIRequestToIR } from "../../../../src/plugins/text/convert/openaiRequestToIR.ts"
 import { failure, ok } from "./helpers.ts"
 
 describe("irToGeminiRequest", () => {

@@ -1,10 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import {
-  irToOpenAIRequest,
-  irToOpenAIResponse,
-  openAIRequestToIR,
-  openAIResponseToIR
-} from "../../../../src/plugins/text/convert/openai.ts"
+import { irToOpenAIRequest } from "../../../../src/plugins/text/convert/openai.ts"
+import { openAIRequestToIR } from "../../../../src/plugins/text/convert/openaiRequestToIR.ts"
+import { irToOpenAIResponse, openAIResponseToIR } from "../../../../src/plugins/text/convert/openaiResponse.ts"
 import type { ChatRequest, ChatResponse } from "../../../../src/plugins/text/convert/ChatIR.ts"
 import { failure, ok } from "./helpers.ts"
 

@@ -1,24 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import {
-  anthropicRequestToIR,
-  anthropicResponseToIR,
-  irToAnthropicRequest,
-  irToAnthropicResponse
-} from "../../../../src/plugins/text/convert/anthropic.ts"
-import {
-  geminiRequestToIR,
-  geminiResponseToIR,
-  irToGeminiRequest,
-  irToGeminiResponse
-} from "../../../../src/plugins/text/convert/gemini.ts"
-import {
-  irToOpenAIRequest,
-  mentionsJson,
-  irToOpenAIResponse,
-  openAIRequestToIR,
-  openAIResponseToIR
-} from "../../../../src/plugins/text/convert/openai.ts"
+import { irToAnthropicRequest } from "../../../../src/plugins/text/convert/anthropic.ts"
+import { anthropicRequestToIR } from "../../../../src/plugins/text/convert/anthropicRequestToIR.ts"
+import { anthropicResponseToIR, irToAnthropicResponse } from "../../../../src/plugins/text/convert/anthropicResponse.ts"
+import { irToGeminiRequest } from "../../../../src/plugins/text/convert/gemini.ts"
+import { geminiRequestToIR } from "../../../../src/plugins/text/convert/geminiRequestToIR.ts"
+import { geminiResponseToIR, irToGeminiResponse } from "../../../../src/plugins/text/convert/geminiResponse.ts"
+import { irToOpenAIRequest, mentionsJson } from "../../../../src/plugins/text/convert/openai.ts"
+import { openAIRequestToIR } from "../../../../src/plugins/text/convert/openaiRequestToIR.ts"
+import { irToOpenAIResponse, openAIResponseToIR } from "../../../../src/plugins/text/convert/openaiResponse.ts"
 import { JSON_OBJECT_INSTRUCTION } from "../../../../src/plugins/text/convert/json.ts"
 import {
   anthropicRequest,

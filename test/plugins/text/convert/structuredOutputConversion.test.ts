@@ -3,8 +3,8 @@
  * `responseSchema` (upper-case types, `nullable`) and Gemini's schema-less JSON mode, each sent to an OpenAI upstream.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { anthropicRequestToIR } from "../../../../src/plugins/text/convert/anthropic.ts"
-import { geminiRequestToIR } from "../../../../src/plugins/text/convert/gemini.ts"
+import { anthropicRequestToIR } from "../../../../src/plugins/text/convert/anthropicRequestToIR.ts"
+import { geminiRequestToIR } from "../../../../src/plugins/text/convert/geminiRequestToIR.ts"
 import { geminiSchemaToJsonSchema } from "../../../../src/plugins/text/convert/geminiSchema.ts"
 import { irToOpenAIRequest } from "../../../../src/plugins/text/convert/openai.ts"
 import { ok } from "./helpers.ts"

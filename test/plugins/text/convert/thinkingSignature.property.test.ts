@@ -5,23 +5,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
-import {
-  anthropicRequestToIR,
-  irToAnthropicRequest,
-  irToAnthropicResponse
-} from "../../../../src/plugins/text/convert/anthropic.ts"
+import { irToAnthropicRequest } from "../../../../src/plugins/text/convert/anthropic.ts"
+import { anthropicRequestToIR } from "../../../../src/plugins/text/convert/anthropicRequestToIR.ts"
+import { irToAnthropicResponse } from "../../../../src/plugins/text/convert/anthropicResponse.ts"
 import type { AssistantPart, ChatRequest, ChatResponse } from "../../../../src/plugins/text/convert/ChatIR.ts"
 import { emptyUsage } from "../../../../src/plugins/text/convert/ChatIR.ts"
-import {
-  geminiRequestToIR,
-  irToGeminiRequest,
-  irToGeminiResponse
-} from "../../../../src/plugins/text/convert/gemini.ts"
-import {
-  irToOpenAIRequest,
-  irToOpenAIResponse,
-  openAIRequestToIR
-} from "../../../../src/plugins/text/convert/openai.ts"
+import { irToGeminiRequest } from "../../../../src/plugins/text/convert/gemini.ts"
+import { geminiRequestToIR } from "../../../../src/plugins/text/convert/geminiRequestToIR.ts"
+import { irToGeminiResponse } from "../../../../src/plugins/text/convert/geminiResponse.ts"
+import { irToOpenAIRequest } from "../../../../src/plugins/text/convert/openai.ts"
+import { openAIRequestToIR } from "../../../../src/plugins/text/convert/openaiRequestToIR.ts"
+import { irToOpenAIResponse } from "../../../../src/plugins/text/convert/openaiResponse.ts"
 import { ok } from "./helpers.ts"
 
 // biome-ignore lint/suspicious/noExplicitAny: wire JSON read loosely in assertions
