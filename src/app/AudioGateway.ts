@@ -23,7 +23,7 @@ import {
 } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "./PluginRegistry.ts"
 import { upstreamFailed } from "./ChatErrors.ts"
-import { callUnderHold, type HeldCallError, placeHoldFor, releaseReason, resolveModel } from "./HeldCall.ts"
+import { type HeldCallError, placeHoldFor, releaseReason, resolveModel, runHeldCall } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import { traced } from "./Traced.ts"
@@ -66,30 +66,37 @@ export class AudioGateway extends Context.Service<
       const ledger = yield* Ledger
       const tokens = yield* TokenCounter
       const media = yield* MediaProbe
-      const transcriptionModel = (modelId: string, key: AuthenticatedKey) =>
-        resolveModel(registry, "transcription", modelId, key, "POST /v1/audio/transcriptions")
       const speechModel = (modelId: string, key: AuthenticatedKey) =>
         resolveModel(registry, "speech", modelId, key, "POST /v1/audio/speech")
 
       const transcribe = Effect.fnUntraced(function* (input: TranscriptionInput) {
-        const { plugin, model } = yield* transcriptionModel(input.model, input.key)
-        const { data, filename } = input.request.file
-        const measuredMillis = yield* media.audioMillis(data, filename)
-        const audioMillis = measuredMillis ?? media.audioUpperBoundMillis(data.length)
-        const estimate = plugin.pricing.estimate(
-          { request: input.request, audioMillis, promptTokens: tokens.count(input.request.prompt ?? "") },
-          model
+        const called = { kind: "transcription", called: "POST /v1/audio/transcriptions" } as const
+        return yield* runHeldCall({ registry, ledger }, input, called, ({ plugin, model }) =>
+          Effect.gen(function* () {
+            const { data, filename } = input.request.file
+            const measuredMillis = yield* media.audioMillis(data, filename)
+            const audioMillis = measuredMillis ?? media.audioUpperBoundMillis(data.length)
+            const promptTokens = tokens.count(input.request.prompt ?? "")
+            return {
+              amount: plugin.pricing.estimate({ request: input.request, audioMillis, promptTokens }, model),
+              call: (signal: AbortSignal) =>
+                plugin.transcribe({
+                  model,
+                  request: input.request,
+                  measuredMillis,
+                  requestId: input.requestId,
+                  signal
+                }),
+              bill: (reply: TranscriptionReply) => {
+                const usage = { ...reply.usage, measuredMillis: audioMillis }
+                return Effect.succeed({
+                  cost: plugin.pricing.price(usage, model),
+                  usage: { ...usage, measured: measuredMillis !== null, responseFormat: input.request.responseFormat }
+                })
+              }
+            }
+          })
         )
-        const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) =>
-          plugin.transcribe({ model, request: input.request, measuredMillis, requestId: input.requestId, signal })
-        )
-        const usage = { ...reply.usage, measuredMillis: audioMillis }
-        yield* ledger.settleDelivered(input.key.accountId, holdId, plugin.pricing.price(usage, model), {
-          ...usage,
-          measured: measuredMillis !== null,
-          responseFormat: input.request.responseFormat
-        })
-        return reply
       }, traced("AudioGateway.transcribe"))
 
       /** Settles a speech call whose audio started to flow: the price of its input, whatever happened after. */

@@ -9,7 +9,7 @@ import { TokenCounter } from "./ports/TokenCounter.ts"
 import type { EmbeddingInput, EmbeddingsReply, EmbeddingsRequest } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "./PluginRegistry.ts"
 import { UpstreamFailed } from "./ChatErrors.ts"
-import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
+import { type HeldCallError, runHeldCall } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import { traced } from "./Traced.ts"
@@ -47,33 +47,34 @@ export class EmbeddingsGateway extends Context.Service<
       const tokens = yield* TokenCounter
 
       const embed = Effect.fnUntraced(function* (input: EmbeddingsInput) {
-        const { plugin, model } = yield* resolveModel(
-          registry,
-          "embeddings",
-          input.model,
-          input.key,
-          "POST /v1/embeddings"
+        return yield* runHeldCall(
+          { registry, ledger },
+          input,
+          { kind: "embeddings", called: "POST /v1/embeddings" },
+          ({ plugin, model }) =>
+            Effect.map(countInputs(tokens, input.request.inputs), (inputTokens) => ({
+              amount: plugin.pricing.estimate({ request: input.request, inputTokens }, model),
+              call: (signal: AbortSignal) =>
+                plugin.embed({ model, request: input.request, inputTokens, requestId: input.requestId, signal }),
+              bill: (reply: EmbeddingsReply) =>
+                // A reply the client cannot match to its inputs is not delivered: nothing is charged for it.
+                reply.vectors.length !== input.request.inputs.length
+                  ? Effect.fail(
+                      new UpstreamFailed({
+                        reason: "unavailable",
+                        message: `the upstream returned ${reply.vectors.length} embeddings for ${input.request.inputs.length} inputs`
+                      })
+                    )
+                  : Effect.succeed({
+                      cost: plugin.pricing.price({ promptTokens: reply.promptTokens }, model),
+                      usage: {
+                        promptTokens: reply.promptTokens,
+                        inputs: input.request.inputs.length,
+                        estimatedTokens: inputTokens
+                      }
+                    })
+            }))
         )
-        const inputTokens = yield* countInputs(tokens, input.request.inputs)
-        const estimate = plugin.pricing.estimate({ request: input.request, inputTokens }, model)
-        const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) =>
-          plugin.embed({ model, request: input.request, inputTokens, requestId: input.requestId, signal })
-        )
-        if (reply.vectors.length !== input.request.inputs.length) {
-          // A reply the client cannot match to its inputs is not delivered: nothing is charged for it.
-          yield* ledger.release(input.key.accountId, holdId, "failed")
-          return yield* new UpstreamFailed({
-            reason: "unavailable",
-            message: `the upstream returned ${reply.vectors.length} embeddings for ${input.request.inputs.length} inputs`
-          })
-        }
-        yield* ledger.settleDelivered(
-          input.key.accountId,
-          holdId,
-          plugin.pricing.price({ promptTokens: reply.promptTokens }, model),
-          { promptTokens: reply.promptTokens, inputs: input.request.inputs.length, estimatedTokens: inputTokens }
-        )
-        return reply
       }, traced("EmbeddingsGateway.embed"))
 
       return EmbeddingsGateway.of({ embed })

@@ -3,10 +3,10 @@
  * for the kind and the key's list, the hold, the call under it, the settlement from the plugin's usage — driven by
  * what the plugin declares (its request schema, estimate, price and call) instead of code per kind.
  */
-import type { EndpointPlugin, StandardIssue, StandardResult } from "@tollgate/plugin-spec"
+import type { EndpointPlugin, EndpointReply, EndpointUsage, StandardIssue, StandardResult } from "@tollgate/plugin-spec"
 import { Context, Effect, Layer } from "effect"
 import { InvalidChatRequest } from "./ChatErrors.ts"
-import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
+import { type HeldCallError, runHeldCall } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import { PluginHttp } from "./PluginHttp.ts"
@@ -67,28 +67,26 @@ export class EndpointGateway extends Context.Service<
         if (typeof body.model !== "string" || body.model === "") {
           return yield* new InvalidChatRequest({ param: "model", message: "is required" })
         }
-        const modelId = body.model
-        const entry = yield* resolveModel(registry, "endpoint", modelId, input.key, input.called)
-        if (entry.plugin.kind !== input.kind) {
-          return yield* new InvalidChatRequest({
-            param: "model",
-            message: wrongEndpointMessage(modelId, entry, input.called)
+        const held = { key: input.key, model: body.model, requestId: input.requestId }
+        return yield* runHeldCall({ registry, ledger }, held, { kind: "endpoint", called: input.called }, (entry) =>
+          Effect.gen(function* () {
+            if (entry.plugin.kind !== input.kind) {
+              return yield* new InvalidChatRequest({
+                param: "model",
+                message: wrongEndpointMessage(held.model, entry, input.called)
+              })
+            }
+            const { plugin, model } = entry
+            const request = yield* validate<{ readonly model: string }>(plugin, body)
+            return {
+              amount: plugin.pricing.estimate(request, model),
+              call: (signal: AbortSignal) =>
+                plugin.invoke({ model, request, requestId: input.requestId, signal, http }),
+              bill: (reply: EndpointReply<EndpointUsage>) =>
+                Effect.succeed({ cost: plugin.pricing.price(reply.usage, model), usage: { ...reply.usage } })
+            }
           })
-        }
-        const { plugin, model } = entry
-        const request = yield* validate<{ readonly model: string }>(plugin, body)
-        const estimate = plugin.pricing.estimate(request, model)
-        const { holdId, reply } = yield* callUnderHold(
-          ledger,
-          { key: input.key, model: modelId, requestId: input.requestId },
-          plugin.id,
-          estimate,
-          (signal) => plugin.invoke({ model, request, requestId: input.requestId, signal, http })
-        )
-        yield* ledger.settleDelivered(input.key.accountId, holdId, plugin.pricing.price(reply.usage, model), {
-          ...reply.usage
-        })
-        return reply.body
+        ).pipe(Effect.map((reply) => reply.body))
       }, traced("EndpointGateway.call"))
 
       return EndpointGateway.of({ call })

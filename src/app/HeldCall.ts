@@ -113,3 +113,39 @@ export const callUnderHold = <A, R>(
       return { holdId, reply }
     })
   )
+
+/** What a kind's gateway plans for one call once its model is resolved: the hold, the call, and what it cost. */
+export interface HeldPlan<A, R> {
+  /** The most the call can cost: held before it is made. */
+  readonly amount: Micros
+  readonly call: (signal: AbortSignal) => Effect.Effect<A, PluginFailure, R>
+  /**
+   * The price of the reply and the usage recorded with it. A failure means the reply cannot be delivered (it does
+   * not match the request): the whole hold is released and nothing is charged.
+   */
+  readonly bill: (reply: A) => Effect.Effect<{ readonly cost: Micros; readonly usage: unknown }, UpstreamFailed>
+}
+
+/**
+ * The held-call pipeline of the request/response kinds: resolve the model for the endpoint's kind and the key's list,
+ * let the kind plan the call (count, validate, estimate), hold, call under the hold, and settle the reply's price —
+ * or release the whole hold when the call failed, was cancelled, or its reply cannot be delivered. Streams (chat,
+ * speech) and tasks (video) resolve and hold through the same functions but settle when their delivery ends.
+ */
+export const runHeldCall = <K extends ResolvedModel["kind"], A, E, R>(
+  services: { readonly registry: PluginRegistry["Service"]; readonly ledger: Ledger["Service"] },
+  input: HeldCallInput,
+  endpoint: { readonly kind: K; readonly called: string },
+  plan: (entry: Extract<ResolvedModel, { readonly kind: K }>) => Effect.Effect<HeldPlan<A, R>, E>
+) =>
+  Effect.gen(function* () {
+    const entry = yield* resolveModel(services.registry, endpoint.kind, input.model, input.key, endpoint.called)
+    const { amount, call, bill } = yield* plan(entry)
+    const { holdId, reply } = yield* callUnderHold(services.ledger, input, entry.plugin.id, amount, call)
+    const billed = yield* bill(reply).pipe(
+      Effect.tapError(() => services.ledger.release(input.key.accountId, holdId, "failed").pipe(Effect.ignore))
+    )
+    // The upstream was paid and the answer is here: the client gets it even if the bill has to be retried.
+    yield* services.ledger.settleDelivered(input.key.accountId, holdId, billed.cost, billed.usage)
+    return reply
+  })

@@ -9,7 +9,7 @@ import { Context, Effect, Layer } from "effect"
 import { TokenCounter } from "./ports/TokenCounter.ts"
 import type { ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "./PluginRegistry.ts"
-import { callUnderHold, type HeldCallError, resolveModel } from "./HeldCall.ts"
+import { runHeldCall, type HeldCallError, resolveModel } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import { traced } from "./Traced.ts"
@@ -38,21 +38,29 @@ export class ImageGateway extends Context.Service<
 
       const images = Effect.fnUntraced(function* (input: ImagesInput) {
         const called = input.operation === "edit" ? "POST /v1/images/edits" : "POST /v1/images/generations"
-        const { plugin, model } = yield* resolveModel(registry, "images", input.model, input.key, called)
-        const estimate = plugin.pricing.estimate(
-          { operation: input.operation, request: input.request, promptTokens: tokens.count(input.request.prompt) },
-          model
+        return yield* runHeldCall({ registry, ledger }, input, { kind: "images", called }, ({ plugin, model }) =>
+          Effect.succeed({
+            amount: plugin.pricing.estimate(
+              { operation: input.operation, request: input.request, promptTokens: tokens.count(input.request.prompt) },
+              model
+            ),
+            call: (signal: AbortSignal) => {
+              const call = {
+                model,
+                operation: input.operation,
+                request: input.request,
+                requestId: input.requestId,
+                signal
+              }
+              return input.operation === "edit" ? plugin.edit(call) : plugin.generate(call)
+            },
+            bill: (reply: ImagesReply) =>
+              Effect.succeed({
+                cost: plugin.pricing.price(reply.usage, model),
+                usage: { ...reply.usage, images: reply.images.length, operation: input.operation }
+              })
+          })
         )
-        const { holdId, reply } = yield* callUnderHold(ledger, input, plugin.id, estimate, (signal) => {
-          const call = { model, operation: input.operation, request: input.request, requestId: input.requestId, signal }
-          return input.operation === "edit" ? plugin.edit(call) : plugin.generate(call)
-        })
-        yield* ledger.settleDelivered(input.key.accountId, holdId, plugin.pricing.price(reply.usage, model), {
-          ...reply.usage,
-          images: reply.images.length,
-          operation: input.operation
-        })
-        return reply
       }, traced("ImageGateway.images"))
 
       return ImageGateway.of({ images })

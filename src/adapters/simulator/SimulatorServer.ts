@@ -4,40 +4,23 @@
  * and the one try/catch around JSON.parse live.
  */
 import { Effect } from "effect"
-import { createReadStream } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { parseInSlices } from "../json/SlicedJson.ts"
-import { createMessage, countTokens, listAnthropicModels } from "./AnthropicMessages.ts"
-import type { AudioReply, StreamReply } from "./audio/AudioReply.ts"
+import { makeReplyWriters } from "./ReplyWriters.ts"
+import type { AudioReply } from "./audio/AudioReply.ts"
 import { audioRoute } from "./audio/AudioRoutes.ts"
 import { makeAudioTools } from "./audio/AudioTools.ts"
 import { FAULT_HEADER, type FaultKnobs, resolveFaults } from "./Faults.ts"
-import { GEMINI_ROUTE, geminiGenerate } from "./GeminiGenerate.ts"
-import { geminiImage, isGeminiImageModel } from "./images/GeminiImage.ts"
-import {
-  IMAGES_EDITS_PATH,
-  IMAGES_GENERATIONS_PATH,
-  imagesEdits,
-  imagesGenerations,
-  type RawSimRequest
-} from "./images/OpenAIImages.ts"
-import { anthropicError, forcedError, geminiError, openAIError } from "./ErrorEnvelopes.ts"
-import { chatCompletions, listOpenAIModels } from "./OpenAIChat.ts"
+import type { RawSimRequest } from "./images/EditInputs.ts"
+import { forcedError } from "./ErrorEnvelopes.ts"
 import { DEFAULT_REPLY_TOKENS } from "./Reply.ts"
-import {
-  type Dialect,
-  json,
-  type JsonReply,
-  type SimContext,
-  type SimReply,
-  type SimRequest,
-  type SseReply
-} from "./SimResponse.ts"
+import type { SimContext, SimReply } from "./SimResponse.ts"
 import { DEFAULT_THINKING_SECRET } from "./ThinkingSignature.ts"
 import type { FileReply } from "./video/VideoFiles.ts"
 import { DEFAULT_VIDEO_MILLIS, makeVideoJobs } from "./video/VideoJobs.ts"
 import { videoRoute } from "./video/VideoRoutes.ts"
+import { notFound, route } from "./SimRoutes.ts"
 
 export interface SimulatorOptions {
   /** Default 127.0.0.1. */
@@ -88,71 +71,9 @@ export interface RunningSimulator {
 }
 
 export const DEFAULT_API_KEY = "sk-sim-test-key"
-const DEFAULT_MODELS = [
-  "gpt-4o-mini",
-  "gpt-5",
-  "claude-sonnet-4-5",
-  "claude-opus-4-1",
-  "gemini-2.5-flash",
-  "gemini-2.5-pro"
-]
 const MAX_BODY_BYTES = 64 * 1024 * 1024
 const MAX_RECORDED = 500
 
-interface Route {
-  readonly dialect: Dialect
-  /** A forced error's body when the route's envelope differs from its dialect's (Ark video tasks). */
-  readonly forcedBody?: ((status: number, requestId: string) => unknown) | undefined
-  readonly handle: (request: SimRequest, context: SimContext, replyTokens: number) => SimReply | FileReply | AudioReply
-}
-
-const route = (request: RawSimRequest): Route | undefined => {
-  const { method, path } = request
-  if (method === "POST" && path === "/v1/chat/completions") return { dialect: "openai", handle: chatCompletions }
-  if (method === "POST" && path === IMAGES_GENERATIONS_PATH) {
-    return { dialect: "openai", handle: (_, ctx) => imagesGenerations(request, ctx) }
-  }
-  if (method === "POST" && path === IMAGES_EDITS_PATH) {
-    return { dialect: "openai", handle: (_, ctx) => imagesEdits(request, ctx) }
-  }
-  if (method === "POST" && path === "/v1/messages") return { dialect: "anthropic", handle: createMessage }
-  if (method === "POST" && path === "/v1/messages/count_tokens") {
-    return { dialect: "anthropic", handle: (req, ctx) => countTokens(req, ctx) }
-  }
-  if (method === "GET" && path === "/v1/models") {
-    // Both vendors use this path; the Anthropic SDK always sends `anthropic-version`.
-    return request.headers["anthropic-version"] !== undefined || request.headers["x-api-key"] !== undefined
-      ? { dialect: "anthropic", handle: (req, ctx) => listAnthropicModels(req, ctx, DEFAULT_MODELS) }
-      : { dialect: "openai", handle: (req, ctx) => listOpenAIModels(req, ctx, DEFAULT_MODELS) }
-  }
-  const gemini = method === "POST" ? GEMINI_ROUTE.exec(path) : null
-  if (gemini !== null) {
-    const model = decodeURIComponent(gemini[1]!)
-    const geminiMethod = gemini[2]!
-    if (isGeminiImageModel(model) && (geminiMethod === "generateContent" || geminiMethod === "streamGenerateContent")) {
-      return { dialect: "gemini", handle: (req, ctx) => geminiImage(req, ctx, model, geminiMethod) }
-    }
-    return { dialect: "gemini", handle: (req, ctx, tokens) => geminiGenerate(req, ctx, model, geminiMethod, tokens) }
-  }
-  return undefined
-}
-
-const notFound = (request: SimRequest): JsonReply => {
-  const message = `Unknown request URL: ${request.method} ${request.path}.`
-  if (request.path.startsWith("/v1beta") || request.path.startsWith("/v1alpha"))
-    return json(404, geminiError(404, message))
-  if (request.headers["anthropic-version"] !== undefined) return json(404, anthropicError(404, message, "req_sim_404"))
-  return json(404, openAIError(404, message, { code: "unknown_url" }))
-}
-
-const SSE_HEADERS = {
-  "content-type": "text/event-stream; charset=utf-8",
-  "cache-control": "no-cache",
-  connection: "keep-alive",
-  "x-accel-buffering": "no"
-}
-
-/** Starts a simulator; resolves once it listens. */
 export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningSimulator> => {
   const apiKey = options.apiKey ?? DEFAULT_API_KEY
   let counter = 0
@@ -202,106 +123,7 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
     return instanceFaults
   }
 
-  const writeJson = (res: ServerResponse, reply: Omit<JsonReply, "_tag">, faults: FaultKnobs): void => {
-    if (faults.endless === true || faults.stallAfter !== undefined) return // the reply never comes
-    const full = JSON.stringify(reply.body)
-    const text = faults.malformed === true ? full.slice(0, Math.max(1, Math.floor(full.length / 2))) : full
-    res.writeHead(reply.status, {
-      ...reply.headers,
-      "content-type": "application/json",
-      "content-length": String(Buffer.byteLength(text))
-    })
-    if (faults.cutAfter !== undefined) {
-      res.write(text.slice(0, Math.floor(text.length / 2)))
-      later(5, () => cut(res))
-      return
-    }
-    res.end(text)
-  }
-
-  const writeSse = (res: ServerResponse, reply: SseReply, faults: FaultKnobs): void => {
-    res.writeHead(200, { ...SSE_HEADERS, ...reply.headers })
-    res.flushHeaders()
-    const events = [...reply.head, ...reply.tail]
-    if (faults.malformed === true) events[Math.min(1, events.length - 1)] = reply.malformed
-    const delay = faults.chunkDelayMs ?? 0
-    // Without a delay every frame goes out in this tick anyway; corking turns them into one write instead of dozens.
-    if (delay === 0 && faults.endless !== true) {
-      res.socket?.cork()
-      process.nextTick(() => res.socket?.uncork())
-    }
-    const step = (index: number): void => {
-      for (let i = index; ; i++) {
-        if (closed || res.destroyed) return
-        if (faults.cutAfter !== undefined && i >= faults.cutAfter) {
-          // Give the written frames a moment to leave, then drop the connection without the closing events.
-          later(5, () => cut(res))
-          return
-        }
-        if (faults.errorAfter !== undefined && i >= faults.errorAfter) {
-          res.end(reply.error)
-          return
-        }
-        if (faults.stallAfter !== undefined && i >= faults.stallAfter) return
-        const endless = faults.endless === true && i >= reply.head.length
-        if (!endless && i >= events.length) {
-          res.end()
-          return
-        }
-        const drained = res.write(endless ? reply.filler(i - reply.head.length) : events[i]!)
-        if (!drained) {
-          res.once("drain", () => (delay > 0 ? later(delay, () => step(i + 1)) : step(i + 1)))
-          return
-        }
-        // An endless stream must yield to the event loop even without a delay.
-        if (delay > 0 || endless) {
-          later(Math.max(delay, 1), () => step(i + 1))
-          return
-        }
-      }
-    }
-    step(0)
-  }
-
-  const writeFile = (res: ServerResponse, reply: FileReply, faults: FaultKnobs): void => {
-    if (faults.endless === true || faults.stallAfter !== undefined) return // the reply never comes
-    res.writeHead(200, { "content-type": reply.contentType, "content-length": String(reply.bytes) })
-    if (reply.headOnly || reply.bytes === 0) {
-      res.end()
-      return
-    }
-    const cutting = faults.cutAfter !== undefined
-    const file = createReadStream(reply.path, cutting ? { end: Math.floor(reply.bytes / 2) - 1 } : {})
-    file.once("error", () => res.destroy())
-    file.pipe(res, { end: !cutting })
-    if (cutting) file.once("end", () => later(5, () => cut(res)))
-  }
-
-  /** A body produced while it is written (speech from ffmpeg, transcripts as text); chunked unless its length is known. */
-  const writeStream = (res: ServerResponse, reply: StreamReply, faults: FaultKnobs): void => {
-    if (faults.endless === true || faults.stallAfter !== undefined) return // the reply never comes
-    if (closed || res.destroyed) return
-    const { body, stop } = reply.open()
-    res.once("close", () => {
-      if (!res.writableEnded) stop()
-    })
-    body.once("error", () => {
-      stop()
-      res.destroy()
-    })
-    res.writeHead(reply.status, reply.headers)
-    if (faults.cutAfter !== undefined) {
-      // Send the first chunk only, then drop the connection mid-body.
-      body.once("data", (chunk: Buffer) => {
-        body.pause()
-        stop()
-        res.write(chunk)
-        later(5, () => cut(res))
-      })
-      return
-    }
-    body.pipe(res)
-  }
+  const { writeJson, writeSse, writeFile, writeStream } = makeReplyWriters({ later, cut, isClosed: () => closed })
 
   const respond = (res: ServerResponse, request: RawSimRequest): void => {
     if (request.method === "GET" && request.path === "/health") {

@@ -2,7 +2,7 @@
  * Which embedding or audio handler answers a request: OpenAI embeddings, speech and transcriptions under `/v1`, and
  * Gemini's `:embedContent`/`:batchEmbedContents` (the text generation regex in GeminiGenerate.ts does not admit them).
  */
-import type { RawSimRequest } from "../images/OpenAIImages.ts"
+import type { RawSimRequest } from "../images/EditInputs.ts"
 import type { Dialect, SimContext, SimReply } from "../SimResponse.ts"
 import type { AudioReply } from "./AudioReply.ts"
 import type { AudioTools } from "./AudioTools.ts"

@@ -1,23 +1,14 @@
-/**
- * OpenAI's images API as the GPT image models speak it: `POST /v1/images/generations` (JSON) and `POST /v1/images/edits`
- * (multipart as the SDK sends it, or JSON with data URLs). Images are real PNGs of exactly the answered size, always in
- * `b64_json`; usage follows the token tables of shared/protocols.md §5.3. Knobs are prompt markers (ImageMarkers.ts).
- */
-import { MultipartParser } from "effect/http"
 import { countText, IMAGE_TOKENS } from "../../tokenizer/Tokenizer.ts"
 import { openAIError } from "../ErrorEnvelopes.ts"
 import { invalid, modelNotFound, requiredText } from "../OpenAIReplies.ts"
-import { arrayField, field, isRecord, type JsonRecord, stringField } from "../Json.ts"
+import { field, isRecord, type JsonRecord, stringField } from "../Json.ts"
 import { checkOpenAIAuth } from "../OpenAIChat.ts"
 import { header, json, type SimContext, type SimReply, type SimRequest } from "../SimResponse.ts"
-import { drawJpeg, drawPng, type ImageSize, MAX_EDGE, readImageSize, sniffImageType } from "./ImageFiles.ts"
+import { drawJpeg, drawPng, type ImageSize, readImageSize } from "./ImageFiles.ts"
 import { readMarkers, stripMarkers } from "./ImageMarkers.ts"
 import { gptImageOutputTokens, type ImageQuality, usesGptImage1Table } from "./ImageTokens.ts"
-
-/** A request with its raw body bytes, which multipart needs (the server also parses JSON bodies for other routes). */
-export interface RawSimRequest extends SimRequest {
-  readonly raw: Uint8Array
-}
+import { autoEditSize, readJsonEdit, readMultipart } from "./EditInputs.ts"
+import { type RawSimRequest, type InputImage, isReply } from "./EditInputs.ts"
 
 export const IMAGES_GENERATIONS_PATH = "/v1/images/generations"
 export const IMAGES_EDITS_PATH = "/v1/images/edits"
@@ -45,17 +36,6 @@ const numberParam = (value: unknown): number | undefined => {
   if (typeof value === "number") return value
   if (typeof value === "string" && value.trim() !== "" && Number.isFinite(Number(value))) return Number(value)
   return undefined
-}
-
-interface InputImage {
-  readonly bytes: Uint8Array
-  readonly mime: string
-}
-
-interface ImagesRequest {
-  readonly params: JsonRecord
-  readonly images: ReadonlyArray<InputImage>
-  readonly mask: InputImage | undefined
 }
 
 interface Options {
@@ -153,9 +133,6 @@ const readSize = (model: string, value: unknown): ImageSize | "auto" | SimReply 
   }
   return { width, height }
 }
-
-const isReply = (value: unknown): value is SimReply =>
-  isRecord(value) && (value._tag === "Json" || value._tag === "Sse")
 
 const respond = (
   context: SimContext,
@@ -272,80 +249,3 @@ export const imagesEdits = (request: RawSimRequest, context: SimContext): SimRep
 }
 
 /** `auto` keeps the input's size; the gpt-image-1 family only draws its three sizes, so it takes the same orientation. */
-const autoEditSize = (model: string, input: ImageSize): ImageSize => {
-  if (usesGptImage1Table(model)) {
-    if (input.width === input.height) return { width: 1024, height: 1024 }
-    return input.width > input.height ? { width: 1536, height: 1024 } : { width: 1024, height: 1536 }
-  }
-  const scale = Math.min(1, MAX_EDGE / Math.max(input.width, input.height))
-  return {
-    width: Math.max(1, Math.round(input.width * scale)),
-    height: Math.max(1, Math.round(input.height * scale))
-  }
-}
-
-const typed = (bytes: Uint8Array, declared: string | undefined): InputImage => ({
-  bytes,
-  mime: sniffImageType(bytes) ?? (declared === undefined || declared === "" ? "application/octet-stream" : declared)
-})
-
-const DATA_URL = /^data:([^;,]*)(;[^,]*)?,/
-
-const fromImageUrl = (reference: unknown, param: string): InputImage | SimReply => {
-  if (stringField(reference, "file_id") !== undefined) {
-    return invalid("The simulator does not support file_id; send image_url with a data URL.", param, "invalid_value")
-  }
-  const url = stringField(reference, "image_url")
-  if (url === undefined) return invalid(`Missing required parameter: '${param}.image_url'.`, param)
-  const match = DATA_URL.exec(url)
-  if (match === null || !(match[2] ?? "").includes("base64")) {
-    return invalid("The simulator accepts only base64 data URLs in image_url.", param, "invalid_image_url")
-  }
-  return typed(Buffer.from(url.slice(match[0].length), "base64"), match[1])
-}
-
-const readJsonEdit = (body: JsonRecord): ImagesRequest | SimReply => {
-  const images: Array<InputImage> = []
-  for (const [index, reference] of (arrayField(body, "images") ?? []).entries()) {
-    const image = fromImageUrl(reference, `images[${index}]`)
-    if (isReply(image)) return image
-    images.push(image)
-  }
-  const maskRef = field(body, "mask")
-  const mask = maskRef === undefined || maskRef === null ? undefined : fromImageUrl(maskRef, "mask")
-  if (mask !== undefined && isReply(mask)) return mask
-  return { params: body, images, mask }
-}
-
-const readMultipart = (request: RawSimRequest): ImagesRequest | SimReply => {
-  const params: Record<string, string> = {}
-  const images: Array<InputImage> = []
-  let mask: InputImage | undefined
-  let failure: string | undefined
-  const parser = MultipartParser.make({
-    headers: { "content-type": header(request, "content-type") ?? "" },
-    onField: (info, value) => {
-      params[info.name] = MultipartParser.decodeField(info, value)
-    },
-    onFile: (info) => {
-      const chunks: Array<Uint8Array> = []
-      return (chunk) => {
-        if (chunk !== null) {
-          chunks.push(chunk)
-          return
-        }
-        const file = typed(Buffer.concat(chunks), info.contentType)
-        if (info.name === "image" || info.name === "image[]") images.push(file)
-        else if (info.name === "mask") mask = file
-      }
-    },
-    onError: (error) => {
-      failure ??= error._tag
-    },
-    onDone: () => {}
-  })
-  parser.write(request.raw)
-  parser.end()
-  if (failure !== undefined) return invalid(`Could not parse the multipart form (${failure}).`)
-  return { params, images, mask }
-}

@@ -7,7 +7,7 @@
 import { MultipartParser } from "effect/http"
 import { openAIError } from "../ErrorEnvelopes.ts"
 import { invalid, modelNotFound, requiredText } from "../OpenAIReplies.ts"
-import type { RawSimRequest } from "../images/OpenAIImages.ts"
+import type { RawSimRequest } from "../images/EditInputs.ts"
 import { field, isRecord, type JsonRecord } from "../Json.ts"
 import { checkOpenAIAuth } from "../OpenAIChat.ts"
 import { header, json, type SimContext, type SimReply, type SimRequest } from "../SimResponse.ts"

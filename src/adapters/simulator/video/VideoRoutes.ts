@@ -2,18 +2,10 @@
  * Which video handler answers a request: Ark tasks under `/api/v3`, OpenAI videos under `/v1/videos`, and the
  * rendered files under `/sim-files/videos/`. Handlers close over the raw request (multipart needs its bytes).
  */
-import type { RawSimRequest } from "../images/OpenAIImages.ts"
+import type { RawSimRequest } from "../images/EditInputs.ts"
 import type { Dialect, SimContext, SimReply, SimRequest } from "../SimResponse.ts"
-import {
-  ARK_PREFIX,
-  ARK_TASKS_PATH,
-  arkCreate,
-  arkDelete,
-  arkError,
-  arkForcedError,
-  arkGet,
-  arkList
-} from "./ArkVideos.ts"
+import { ARK_PREFIX, ARK_TASKS_PATH, arkCreate, arkDelete, arkForcedError, arkGet, arkList } from "./ArkVideos.ts"
+import { arkError } from "./ArkRequest.ts"
 import { createVideo, deleteVideo, getVideo, listVideos, VIDEOS_PATH, videoContent } from "./OpenAIVideos.ts"
 import { type FileReply, SIM_FILES_PREFIX, simFile } from "./VideoFiles.ts"
 import type { VideoJobs } from "./VideoJobs.ts"

@@ -12,7 +12,6 @@ import type {
 import { convertError } from "./ChatIR.ts"
 import { asCount, asRecord, asString, compact, type JsonRecord } from "./json.ts"
 import { EFFORT_BUDGETS } from "./anthropic.ts"
-import { field } from "./geminiRequestToIR.ts"
 
 const FILES_API_PREFIX = "https://generativelanguage.googleapis.com/"
 
@@ -222,4 +221,10 @@ export const irToGeminiRequest = (request: ChatRequest): Converted<JsonRecord> =
       generationConfig: Object.keys(generationConfig).length > 0 ? generationConfig : undefined
     })
   )
+}
+
+/** Google's JSON parser accepts proto field names in snake_case too. */
+export const field = (record: JsonRecord, camel: string): unknown => {
+  if (record[camel] !== undefined) return record[camel]
+  return record[camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)]
 }

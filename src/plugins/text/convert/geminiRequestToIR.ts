@@ -17,15 +17,10 @@ import type {
 import { checkToolPairing, convertError } from "./ChatIR.ts"
 import { asArray, asNumber, asRecord, asString, compact, isRecord, type JsonRecord, label } from "./json.ts"
 import { thoughtSignatureOf } from "./gemini.ts"
+import { field } from "./gemini.ts"
 
 // ---------------------------------------------------------------------------------------------------------------
 // request: Gemini → IR
-
-/** Google's JSON parser accepts proto field names in snake_case too. */
-export const field = (record: JsonRecord, camel: string): unknown => {
-  if (record[camel] !== undefined) return record[camel]
-  return record[camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)]
-}
 
 export interface GeminiRequestContext {
   /** The model from the URL path (`/v1beta/models/{model}:generateContent`). */
