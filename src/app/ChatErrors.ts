@@ -1,5 +1,6 @@
 /** Why a chat call was refused before or by its upstream. src/http picks the status and envelope. */
 import type { PluginFailure } from "@tollgate/plugin-spec"
+import { FAILURE_REASONS } from "@tollgate/plugin-spec/shape"
 import { Schema } from "effect"
 
 export class ModelNotFound extends Schema.TaggedError<ModelNotFound>()("ModelNotFound", { model: Schema.String }) {}
@@ -19,16 +20,7 @@ export class InvalidChatRequest extends Schema.TaggedError<InvalidChatRequest>()
  * src/http maps to a status; `code` is for the client (`moderation_blocked`).
  */
 export class UpstreamFailed extends Schema.TaggedError<UpstreamFailed>()("UpstreamFailed", {
-  reason: Schema.Literals([
-    "invalid_request",
-    "rate_limited",
-    "overloaded",
-    "unavailable",
-    "timeout",
-    "not_found",
-    "cancelled",
-    "misconfigured"
-  ]),
+  reason: Schema.Literals(FAILURE_REASONS),
   message: Schema.String,
   code: Schema.optional(Schema.NullOr(Schema.String)),
   retryAfterSeconds: Schema.optional(Schema.Number)

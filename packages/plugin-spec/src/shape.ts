@@ -3,6 +3,24 @@
  * module) and the contract suites: every problem at once, each naming the field, so an author fixes a broken plugin in
  * one pass instead of discovering it on the first call. No dependencies: importable from any runtime.
  */
+import type { FailureReason } from "./common.ts"
+
+/** Every failure reason of the spec, for runtime checks (the gateway's error schema, the contract suites). */
+export const FAILURE_REASONS = [
+  "invalid_request",
+  "rate_limited",
+  "overloaded",
+  "unavailable",
+  "timeout",
+  "not_found",
+  "cancelled",
+  "misconfigured"
+] as const satisfies ReadonlyArray<FailureReason>
+
+// Compiles only while every reason of the spec is listed above.
+const _listsEveryReason: [Exclude<FailureReason, (typeof FAILURE_REASONS)[number]>] extends [never] ? true : false =
+  true
+
 /** The contract version this build implements. */
 export const SPECIFICATION_VERSION = "v1"
 

@@ -1,24 +1,10 @@
 /** The operator config once decoded: what the rest of the gateway reads. */
-import type { Redacted } from "effect"
+import type { UpstreamConfig } from "@tollgate/plugin-spec"
 import type { RateLimits } from "../../domain/keys/RateLimits.ts"
 import type { ModelPricing } from "./ModelPricing.ts"
-import type { UpstreamProtocol } from "./UpstreamProtocol.ts"
 
-/** One upstream endpoint the gateway calls. */
-export interface UpstreamConfig {
-  /** The key it has under `upstreams:`, used in logs and errors. */
-  readonly name: string
-  readonly protocol: UpstreamProtocol
-  /** Without a trailing slash; `/v1` for openai-style protocols, `/api/v3` for ark, the host root otherwise. */
-  readonly baseUrl: string
-  readonly apiKey: Redacted.Redacted<string>
-  /** Longest wait for the response headers (time to first byte). */
-  readonly timeoutMs: number
-  /** Longest silence between two chunks of a response body. */
-  readonly idleTimeoutMs: number
-  /** Size of the keep-alive connection pool to this upstream's origin. */
-  readonly maxConnections: number
-}
+/** One upstream endpoint the gateway calls: the plugin spec's type, which plugins receive as is. */
+export type { UpstreamConfig }
 
 /** A model clients can name, the plugin that serves it, where it is sent, and what it costs. */
 export interface ModelConfig {

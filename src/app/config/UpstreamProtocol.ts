@@ -2,9 +2,23 @@
  * The wire protocols an upstream can speak. Each fixes how its base URL is written, which the upstream client relies on
  * when it appends endpoint paths.
  */
-export const UpstreamProtocols = ["openai", "anthropic", "gemini", "openai-videos", "ark"] as const
+import type { UpstreamProtocol } from "@tollgate/plugin-spec"
 
-export type UpstreamProtocol = (typeof UpstreamProtocols)[number]
+export type { UpstreamProtocol }
+
+/** Every protocol of the plugin spec's `UpstreamProtocol`, for validating the config (checked both ways below). */
+export const UpstreamProtocols = [
+  "openai",
+  "anthropic",
+  "gemini",
+  "openai-videos",
+  "ark"
+] as const satisfies ReadonlyArray<UpstreamProtocol>
+
+// Compiles only while every protocol of the spec is listed above.
+const _listsEveryProtocol: [Exclude<UpstreamProtocol, (typeof UpstreamProtocols)[number]>] extends [never]
+  ? true
+  : false = true
 
 export const isUpstreamProtocol = (value: unknown): value is UpstreamProtocol =>
   typeof value === "string" && (UpstreamProtocols as ReadonlyArray<string>).includes(value)

@@ -16,7 +16,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Result } from "effect"
 import fc from "fast-check"
-import { pluginShapeProblems } from "@tollgate/plugin-spec/shape"
+import { FAILURE_REASONS, pluginShapeProblems } from "@tollgate/plugin-spec/shape"
 import type { ChatCall, ChatPlugin, ChatReply, PluginModel, SseFrame } from "../../../src/plugins/ModelPlugin.ts"
 import { anthropicRequestToIR } from "../../../src/plugins/text/convert/anthropicRequestToIR.ts"
 import { anthropicResponseToIR } from "../../../src/plugins/text/convert/anthropicResponse.ts"
@@ -259,17 +259,6 @@ const assertTerminator = (dialect: Dialect, frames: ReadonlyArray<SseFrame>) => 
   }
 }
 
-const FAILURE_REASONS: ReadonlyArray<string> = [
-  "invalid_request",
-  "rate_limited",
-  "overloaded",
-  "unavailable",
-  "timeout",
-  "not_found",
-  "cancelled",
-  "misconfigured"
-]
-
 const isPluginFailure = (error: unknown): boolean => {
   const failure = error as { _tag?: unknown; reason?: unknown; message?: unknown } | null
   return (
@@ -277,7 +266,7 @@ const isPluginFailure = (error: unknown): boolean => {
     failure !== null &&
     failure._tag === "PluginFailure" &&
     typeof failure.reason === "string" &&
-    FAILURE_REASONS.includes(failure.reason) &&
+    (FAILURE_REASONS as ReadonlyArray<string>).includes(failure.reason) &&
     typeof failure.message === "string"
   )
 }

@@ -7,18 +7,8 @@ import { Cause, Effect, Exit } from "effect"
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
 import type { FailureReason, Micros, PluginFailure, PluginModel, PricingRule } from "../common.ts"
-import { pluginShapeProblems } from "../shape.ts"
+import { FAILURE_REASONS, pluginShapeProblems } from "../shape.ts"
 
-export const FAILURE_REASONS: ReadonlyArray<FailureReason> = [
-  "invalid_request",
-  "rate_limited",
-  "overloaded",
-  "unavailable",
-  "timeout",
-  "not_found",
-  "cancelled",
-  "misconfigured"
-]
 
 export const isPluginFailure = (error: unknown): error is PluginFailure => {
   const failure = error as Partial<PluginFailure> | null
@@ -27,7 +17,7 @@ export const isPluginFailure = (error: unknown): error is PluginFailure => {
     failure !== null &&
     failure._tag === "PluginFailure" &&
     typeof failure.reason === "string" &&
-    FAILURE_REASONS.includes(failure.reason) &&
+    (FAILURE_REASONS as ReadonlyArray<string>).includes(failure.reason) &&
     typeof failure.message === "string"
   )
 }

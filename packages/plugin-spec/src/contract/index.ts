@@ -2,7 +2,8 @@
  * `@tollgate/plugin-spec/contract`: the contract suites a plugin author runs against their plugin with one call, one
  * per kind (vitest and fast-check are this module's optional peer dependencies).
  */
-export { describeContract, FAILURE_REASONS, isPluginFailure } from "./engine.ts"
+export { FAILURE_REASONS } from "../shape.ts"
+export { describeContract, isPluginFailure } from "./engine.ts"
 export { describeEndpointPluginContract, type EndpointFixtures } from "./endpoint.ts"
 export { fetchUpstreamHttp } from "./fetchUpstreamHttp.ts"
 export {

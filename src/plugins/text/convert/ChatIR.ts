@@ -13,139 +13,32 @@
  *   vendor's signatures (see `thinkingSignature.ts` for how clients carry them in between).
  * - Enums are open: unknown stop reasons, efforts, etc. are carried as strings.
  */
+import type { Message, Usage } from "@tollgate/plugin-spec/chat"
 import { Result, Schema } from "effect"
 
-export interface TextPart {
-  readonly type: "text"
-  readonly text: string
-}
-
-export type ImageSource =
-  | { readonly kind: "url"; readonly url: string }
-  | { readonly kind: "base64"; readonly mediaType: string; readonly data: string }
-
-export interface ImagePart {
-  readonly type: "image"
-  readonly source: ImageSource
-}
-
-export interface ToolCallPart {
-  readonly type: "tool_call"
-  readonly id: string
-  readonly name: string
-  /** The parsed arguments object (OpenAI's `arguments` JSON text, Anthropic's `input`, Gemini's `args`). */
-  readonly input: Readonly<Record<string, unknown>>
-  /** The Gemini `thoughtSignature` on this function call; only ever sent back to Gemini. */
-  readonly signature?: string
-}
-
-export interface ToolResultPart {
-  readonly type: "tool_result"
-  readonly toolCallId: string
-  readonly content: ReadonlyArray<TextPart | ImagePart>
-  readonly isError: boolean
-}
-
-export type SignatureOrigin = "anthropic" | "gemini" | "synthetic"
-
-export interface ThinkingPart {
-  readonly type: "thinking"
-  readonly text: string
-  /** The issuing vendor's own signature (unwrapped), or the gateway's `gw1.` placeholder. */
-  readonly signature?: string
-  readonly signatureOrigin?: SignatureOrigin
-}
-
-export interface RedactedThinkingPart {
-  readonly type: "redacted_thinking"
-  readonly data: string
-}
-
-export type UserPart = TextPart | ImagePart
-export type AssistantPart = TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart
-
-export type Message =
-  | { readonly role: "user"; readonly content: ReadonlyArray<UserPart> }
-  | { readonly role: "assistant"; readonly content: ReadonlyArray<AssistantPart> }
-  | { readonly role: "tool"; readonly content: ReadonlyArray<ToolResultPart> }
-
-export interface ToolDefinition {
-  readonly name: string
-  readonly description?: string
-  /** JSON schema of the arguments object. */
-  readonly parameters: Readonly<Record<string, unknown>>
-  readonly strict?: boolean
-}
-
-export type ToolChoice =
-  | { readonly type: "auto" }
-  | { readonly type: "any" }
-  | { readonly type: "none" }
-  | { readonly type: "tool"; readonly name: string }
-
-export type ResponseFormat =
-  | { readonly type: "text" }
-  | { readonly type: "json_object" }
-  | {
-      readonly type: "json_schema"
-      readonly name?: string
-      readonly description?: string
-      readonly schema: Readonly<Record<string, unknown>>
-      readonly strict?: boolean
-    }
-
-export type ThinkingMode =
-  | { readonly type: "enabled"; readonly budgetTokens: number }
-  | { readonly type: "adaptive" }
-  | { readonly type: "disabled" }
-
-export interface ReasoningConfig {
-  /** OpenAI `reasoning_effort` / Anthropic `output_config.effort`; open enum. */
-  readonly effort?: string
-  /** Anthropic `thinking`, when the client said it explicitly. */
-  readonly thinking?: ThinkingMode
-}
-
-export interface ChatRequest {
-  readonly model: string
-  readonly system: ReadonlyArray<TextPart>
-  readonly messages: ReadonlyArray<Message>
-  readonly tools: ReadonlyArray<ToolDefinition>
-  readonly toolChoice?: ToolChoice
-  readonly parallelToolCalls?: boolean
-  readonly maxTokens?: number
-  readonly stop?: ReadonlyArray<string>
-  readonly temperature?: number
-  readonly topP?: number
-  readonly topK?: number
-  readonly responseFormat?: ResponseFormat
-  readonly reasoning?: ReasoningConfig
-  readonly stream: boolean
-  /** OpenAI `stream_options.include_usage` as the client asked it. */
-  readonly includeUsage?: boolean
-  /** OpenAI `user`/`safety_identifier`, Anthropic `metadata.user_id`. */
-  readonly user?: string
-}
-
-/** Open enum, Anthropic's vocabulary plus `content_filter`/`error` for what other vendors report. */
-export type StopReason =
-  | "end_turn"
-  | "max_tokens"
-  | "stop_sequence"
-  | "tool_use"
-  | "refusal"
-  | "pause_turn"
-  | "model_context_window_exceeded"
-  | "error"
-  | (string & {})
-
-export interface Usage {
-  readonly inputTokens: number
-  readonly outputTokens: number
-  readonly cacheReadTokens: number
-  readonly cacheWriteTokens: number
-  readonly reasoningTokens: number
-}
+// The IR's types are the plugin spec's (a chat plugin receives them): one definition, versioned with the spec.
+export type {
+  AssistantPart,
+  ChatRequest,
+  ChatResponse,
+  ImagePart,
+  ImageSource,
+  Message,
+  ReasoningConfig,
+  RedactedThinkingPart,
+  ResponseFormat,
+  SignatureOrigin,
+  StopReason,
+  TextPart,
+  ThinkingMode,
+  ThinkingPart,
+  ToolCallPart,
+  ToolChoice,
+  ToolDefinition,
+  ToolResultPart,
+  Usage,
+  UserPart
+} from "@tollgate/plugin-spec/chat"
 
 export const emptyUsage: Usage = {
   inputTokens: 0,
@@ -153,15 +46,6 @@ export const emptyUsage: Usage = {
   cacheReadTokens: 0,
   cacheWriteTokens: 0,
   reasoningTokens: 0
-}
-
-export interface ChatResponse {
-  readonly id: string
-  readonly model: string
-  readonly content: ReadonlyArray<AssistantPart>
-  readonly stopReason: StopReason
-  readonly stopSequence?: string
-  readonly usage: Usage
 }
 
 /** Input that cannot be expressed in the target dialect, or is malformed. `param` is a dotted path into the input. */
