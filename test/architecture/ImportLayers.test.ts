@@ -20,7 +20,7 @@ const IMPORT =
   /(?:^|\n)\s*(?:import|export)\s[^;'"]*?from\s*["']([^"']+)["']|(?:^|\n)\s*import\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/g
 
 /** Every module specifier a file names. */
-export const importsOf = (source: string): ReadonlyArray<string> =>
+const importsOf = (source: string): ReadonlyArray<string> =>
   [...source.matchAll(IMPORT)].map((match) => match[1] ?? match[2] ?? match[3] ?? "")
 
 /** `domain`, `app`, … for a file under src/; the composition root's files are their own layer. */
@@ -136,7 +136,7 @@ const STATEMENT =
   /(?:^|\n)\s*(?:import|export)\s+(type\s+)?(\{[^}]*\}|\*\s+as\s+\w+|\*|\w+(?:\s*,\s*\{[^}]*\})?)\s+from\s*["']([^"']+)["']/g
 
 /** The relative modules a file needs at run time: type-only imports and re-exports are erased, so they do not count. */
-export const runtimeImportsOf = (source: string): ReadonlyArray<string> =>
+const runtimeImportsOf = (source: string): ReadonlyArray<string> =>
   [...source.matchAll(STATEMENT)].flatMap(([, typeOnly, clause, specifier]) => {
     if (typeOnly !== undefined || !specifier?.startsWith(".")) return []
     const named = /^\{([^}]*)\}$/.exec(clause?.trim() ?? "")
