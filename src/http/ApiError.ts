@@ -6,8 +6,10 @@
  */
 import { Data } from "effect"
 import { HttpServerResponse } from "effect/http"
+import type { Dialect } from "@tollgate/plugin-spec"
 
-export type Dialect = "openai" | "anthropic" | "google"
+/** The protocol a request came in on: it picks the error envelope. One type with the plugin spec's. */
+export type { Dialect }
 
 export interface ApiErrorOptions {
   /** OpenAI `type`; defaults from the status. */
@@ -102,7 +104,7 @@ export const errorBody = (error: ApiError, dialect: Dialect, requestId: string):
         error: { type: anthropicType(error.status), message: error.message },
         request_id: requestId
       }
-    case "google":
+    case "gemini":
       return { error: { code: error.status, message: error.message, status: googleStatus(error.status) } }
   }
 }
@@ -116,7 +118,7 @@ export const errorResponse = (error: ApiError, dialect: Dialect, requestId: stri
 /** Picks the envelope from the path: the protocol that was called decides how its errors look. */
 export const dialectOf = (path: string): Dialect => {
   // Also the native path sent without `/v1beta` or under `/v1`, so its 404 is one a Google client can read.
-  if (path.startsWith("/v1beta/") || /^(\/v1)?\/models\/[^/]+:[A-Za-z]+$/.test(path)) return "google"
+  if (path.startsWith("/v1beta/") || /^(\/v1)?\/models\/[^/]+:[A-Za-z]+$/.test(path)) return "gemini"
   // Also the doubled `/v1/v1/messages` of a misconfigured Anthropic client, or `/messages` without its `/v1`.
   if (/^(\/v1){0,2}\/messages(\/|$)/.test(path)) return "anthropic"
   return "openai"

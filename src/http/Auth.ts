@@ -29,7 +29,7 @@ export const presentedKey = (request: HttpServerRequest.HttpServerRequest, diale
     const key = headers["x-api-key"]
     if (key !== undefined) return key.trim()
   }
-  if (dialect === "google") {
+  if (dialect === "gemini") {
     const key = headers["x-goog-api-key"] ?? new URL(request.url, "http://x").searchParams.get("key") ?? undefined
     if (key !== undefined) return key.trim()
   }

@@ -74,8 +74,8 @@ export const gemini = Effect.gen(function* () {
     catch: () => badRequest("the model in the path is not valid percent-encoded UTF-8", "model")
   })
   yield* noteModel(pathModel)
-  const key = yield* authenticate("google")
-  const body = yield* objectBody("google", "generate_content")
+  const key = yield* authenticate("gemini")
+  const body = yield* objectBody("gemini", "generate_content")
   const stream = match[2] === "streamGenerateContent"
   const input: ChatInput = {
     dialect: "gemini",

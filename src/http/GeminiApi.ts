@@ -131,7 +131,7 @@ const countedFields = (body: Fields, pathModel: string) =>
 
 const countTokens = (pathModel: string) =>
   Effect.gen(function* () {
-    const key = yield* authenticate("google")
+    const key = yield* authenticate("gemini")
     const body = yield* objectBody
     yield* requireCountable(pathModel, key)
     const fields = yield* countedFields(body, pathModel)
@@ -263,7 +263,7 @@ const embedAll = (
 
 const embedContent = (pathModel: string) =>
   Effect.gen(function* () {
-    const key = yield* authenticate("google")
+    const key = yield* authenticate("gemini")
     const body = yield* objectBody
     const request = yield* embedRequest(body, pathModel, "")
     const [embedding] = yield* embedAll(pathModel, "embedContent", key, [request])
@@ -272,7 +272,7 @@ const embedContent = (pathModel: string) =>
 
 const batchEmbedContents = (pathModel: string) =>
   Effect.gen(function* () {
-    const key = yield* authenticate("google")
+    const key = yield* authenticate("gemini")
     const body = yield* objectBody
     const requests = yield* batchRequests(body, pathModel)
     return json({ embeddings: yield* embedAll(pathModel, "batchEmbedContents", key, requests) })
@@ -307,4 +307,4 @@ const dispatch = Effect.gen(function* () {
   }
 })
 
-export const layer = route("POST", "/v1beta/models/*", dispatch, "google")
+export const layer = route("POST", "/v1beta/models/*", dispatch, "gemini")

@@ -54,7 +54,7 @@ const oneModel = Effect.gen(function* () {
 
 /** Google's list shape, for `@google/genai`'s `models.list` pointed at the gateway. */
 const googleModels = Effect.gen(function* () {
-  yield* authenticate("google")
+  yield* authenticate("gemini")
   const catalog = (yield* ModelCatalog).models
   return json({
     models: catalog.map((m) => ({ name: `models/${m.id}`, baseModelId: m.id, displayName: m.displayName }))

@@ -10,6 +10,7 @@ import { type ApiError, apiError, badRequest } from "./ApiError.ts"
 import { noteModel } from "../app/RequestTelemetry.ts"
 import { storableTextProblem } from "../domain/StorableText.ts"
 import { checkJson, formatPath } from "./InputLimits.ts"
+import type { Dialect } from "@tollgate/plugin-spec"
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 
@@ -189,8 +190,8 @@ const flagProblem = (value: unknown, path: string, nullable: boolean): ApiError 
     : badRequest(`${path}: expected a boolean (true or false), got ${kindOf(value)}`, path)
 
 /** The top-level flags of a chat request the gateway reads itself; nested ones are checked by the converters. */
-const chatFlagProblem = (dialect: "openai" | "anthropic" | "google", body: Record<string, unknown>) => {
-  if (dialect === "google") return undefined
+const chatFlagProblem = (dialect: Dialect, body: Record<string, unknown>) => {
+  if (dialect === "gemini") return undefined
   const nullable = dialect === "openai"
   const stream = flagProblem(body.stream, "stream", nullable)
   if (stream !== undefined || dialect === "anthropic") return stream
@@ -207,23 +208,20 @@ const chatFlagProblem = (dialect: "openai" | "anthropic" | "google", body: Recor
  * tokenizer or the BigInt pricing and surface as a 500, or a flag would be misread. Everything else is left to the
  * protocol converters.
  */
-export const chatShapeProblem = (
-  dialect: "openai" | "anthropic" | "google",
-  body: Record<string, unknown>
-): ApiError | undefined => {
-  const list = dialect === "google" ? "contents" : "messages"
+export const chatShapeProblem = (dialect: Dialect, body: Record<string, unknown>): ApiError | undefined => {
+  const list = dialect === "gemini" ? "contents" : "messages"
   if (body[list] !== undefined && !Array.isArray(body[list])) return badRequest(`${list}: expected an array`, list)
   const flag = chatFlagProblem(dialect, body)
   if (flag !== undefined) return flag
   const counts =
-    dialect === "google" ? [] : dialect === "anthropic" ? ["max_tokens"] : ["max_tokens", "max_completion_tokens", "n"]
+    dialect === "gemini" ? [] : dialect === "anthropic" ? ["max_tokens"] : ["max_tokens", "max_completion_tokens", "n"]
   for (const field of counts) {
     const value = body[field]
     if (value !== undefined && value !== null && !isCount(value, 1)) {
       return badRequest(`${field}: expected a positive integer`, field)
     }
   }
-  if (dialect === "google") {
+  if (dialect === "gemini") {
     const config = body.generationConfig
     if (config !== undefined && config !== null) {
       if (typeof config !== "object" || Array.isArray(config)) {

@@ -1,9 +1,10 @@
+import type { Dialect } from "@tollgate/plugin-spec"
 /**
  * What a dialect handler answers, before the server applies fault knobs and writes it to the socket.
  * Handlers are pure: they never touch the socket, timers or the clock.
  */
 
-export type Dialect = "openai" | "anthropic" | "gemini"
+export type { Dialect }
 
 export interface SimRequest {
   readonly method: string

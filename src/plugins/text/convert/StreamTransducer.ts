@@ -19,8 +19,9 @@ import { makeAnthropicStreamEncoder, makeAnthropicStreamParser } from "./anthrop
 import { makeGeminiStreamEncoder, makeGeminiStreamParser } from "./geminiStream.ts"
 import type { ReasoningField } from "./openai.ts"
 import { makeOpenAIStreamEncoder, makeOpenAIStreamParser } from "./openaiStream.ts"
+import type { Dialect } from "@tollgate/plugin-spec"
 
-export type Dialect = "openai" | "anthropic" | "gemini"
+export type { Dialect }
 
 export interface StreamTransducerOptions {
   readonly upstream: Dialect
