@@ -1,9 +1,10 @@
 /**
- * The ledger service. Every mutating command goes through a group-commit writer: commands queue per shard (accounts
- * hash to shards), and each shard's writer takes whatever has queued — up to `maxBatch` — and commits it in one
- * transaction. Under load many requests' holds and settlements share a transaction; idle, a command commits alone
- * with no added wait. The rules are checked per command by the pure decider, in queue order, so batching weakens
- * none of them, and a command the database refuses fails alone (LedgerStore.commitIsolated).
+ * The ledger service: calls become commands, commands go to the writer behind `app/ports/LedgerWriter.ts`, decisions
+ * come back as answers. The writer the gateway runs (adapters/store/PgLedgerWriter.ts) is a group-commit writer:
+ * commands queue per shard (accounts hash to shards), and each shard commits whatever has queued — up to `maxBatch` —
+ * in one transaction. Under load many requests' holds and settlements share a transaction; idle, a command commits
+ * alone with no added wait. The rules are checked per command by the pure decider, in queue order, so batching
+ * weakens none of them, and a command the database refuses fails alone (LedgerStore.commitIsolated).
  *
  * Around the writer: the holds this instance's requests use are live (LiveHolds) and leased in the database with
  * their progress, so the sweep resolves only holds whose request is gone (HoldSweep); a delivered response's
