@@ -7,6 +7,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { makeAdmin } from "../../test/http/chat/ChatHarness.ts"
 import { startTestGateway, type TestGateway } from "../../test/support/TestGateway.ts"
 import { type RerankSimulator, startRerankSimulator } from "./simulator.ts"
 
@@ -46,17 +47,11 @@ let echoOnlyKey: string
 
 const micros = (amount: bigint): string => `${amount / 1_000_000n}.${(amount % 1_000_000n).toString().padStart(6, "0")}`
 
+/** An admin call that must succeed, its JSON answer. */
 const admin = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${gateway.adminToken}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" })
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  assert.isTrue(response.ok, `${method} ${path}: HTTP ${response.status}`)
-  return response.json() as Promise<Record<string, unknown>>
+  const answer = await makeAdmin(gateway).call(method, path, body)
+  assert.isTrue(answer.status >= 200 && answer.status < 300, `${method} ${path}: HTTP ${answer.status}`)
+  return answer.body as Record<string, unknown>
 }
 
 const rerank = (body: unknown, key: string | null = apiKey) =>

@@ -16,7 +16,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Result } from "effect"
 import fc from "fast-check"
-import { FAILURE_REASONS, pluginShapeProblems } from "@tollgate/plugin-spec/shape"
+import { isPluginFailure } from "@tollgate/plugin-spec/contract"
+import { pluginShapeProblems } from "@tollgate/plugin-spec/shape"
 import type { ChatCall, ChatPlugin, ChatReply, PluginModel, SseFrame } from "../../../src/plugins/ModelPlugin.ts"
 import { anthropicRequestToIR } from "../../../src/plugins/text/convert/anthropicRequestToIR.ts"
 import { anthropicResponseToIR } from "../../../src/plugins/text/convert/anthropicResponse.ts"
@@ -257,18 +258,6 @@ const assertTerminator = (dialect: Dialect, frames: ReadonlyArray<SseFrame>) => 
     const data = last === undefined ? undefined : (parseFrame(last, frames.length - 1) as { type?: unknown })
     assert.strictEqual(data?.type, "message_stop", "an Anthropic stream must end with message_stop")
   }
-}
-
-const isPluginFailure = (error: unknown): boolean => {
-  const failure = error as { _tag?: unknown; reason?: unknown; message?: unknown } | null
-  return (
-    typeof failure === "object" &&
-    failure !== null &&
-    failure._tag === "PluginFailure" &&
-    typeof failure.reason === "string" &&
-    (FAILURE_REASONS as ReadonlyArray<string>).includes(failure.reason) &&
-    typeof failure.message === "string"
-  )
 }
 
 /** An exit is acceptable for a cancelled call when it succeeded or failed with a PluginFailure: no defect. */
