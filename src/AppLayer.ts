@@ -14,6 +14,9 @@ import * as PgReplay from "./adapters/store/PgReplay.ts"
 import * as ProjectionVersions from "./adapters/store/ProjectionVersions.ts"
 import * as PgStatements from "./adapters/store/PgStatements.ts"
 import * as PgVideoTasks from "./adapters/store/PgVideoTasks.ts"
+import * as PgResponseStore from "./adapters/store/PgResponseStore.ts"
+import { ResponsesGateway } from "./app/responses/ResponsesGateway.ts"
+import * as ResponsesApi from "./http/ResponsesApi.ts"
 import { UpstreamClient } from "./adapters/upstream/UpstreamClient.ts"
 import * as MediaProbeLive from "./adapters/media/MediaProbeLive.ts"
 import * as TokenCounterLive from "./adapters/tokenizer/TokenCounterLive.ts"
@@ -168,8 +171,12 @@ export const servicesLayer = (options: AppOptions) => {
     Layer.provideMerge(FileContentStore.layer(options.contentDir)),
     Layer.provide(PgVideoTasks.layer)
   )
+  const responses = ResponsesGateway.layer.pipe(
+    Layer.provide(PgResponseStore.layer),
+    Layer.provideMerge(ChatGateway.layer)
+  )
   return Layer.mergeAll(
-    ChatGateway.layer,
+    responses,
     ImageGateway.layer,
     EmbeddingsGateway.layer,
     EndpointGateway.layer,
@@ -188,6 +195,7 @@ export const routesLayer = Layer.mergeAll(
   AdminVideosApi.layer,
   UsageApi.layer,
   ChatApi.layer,
+  ResponsesApi.layer,
   GeminiApi.layer,
   ImagesApi.layer,
   EmbeddingsApi.layer,

@@ -8,7 +8,6 @@ import { Clock, Context, Effect, Exit, Fiber, Layer, Result, Stream } from "effe
 import { randomUUID } from "node:crypto"
 import type { ChatPlugin, ChatReply, Dialect, PluginFailure, PluginModel, SseFrame } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "./PluginRegistry.ts"
-import { emptyUsage, type Usage } from "../plugins/text/convert/ChatIR.ts"
 import { isRecord, parseJson, swapSoleModel } from "../plugins/text/convert/json.ts"
 import { ChatDialects } from "./ports/ChatDialects.ts"
 import { TokenCounter } from "./ports/TokenCounter.ts"
@@ -26,7 +25,7 @@ import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
-import type { Progress } from "./LiveHolds.ts"
+import { deliveredUsage, frameText, hasDelivered, progressOf } from "./ChatStreamAccounting.ts"
 import { CurrentTelemetry } from "./RequestTelemetry.ts"
 import { traced } from "./Traced.ts"
 
@@ -38,6 +37,13 @@ export interface ChatInput {
   readonly pathStream?: boolean
   readonly key: AuthenticatedKey
   readonly requestId: string
+  /** The id the client is to see for its response (the Responses API's, under which the gateway stores it). */
+  readonly responseId?: string
+  /**
+   * Given the whole response once it is complete, before its last byte reaches the client (so that a client that
+   * names it in its next request finds it): the Responses API stores it. Must not fail.
+   */
+  readonly keep?: (response: Readonly<Record<string, unknown>>) => Effect.Effect<void>
 }
 
 export type ChatResult =
@@ -52,54 +58,6 @@ export type ChatError =
   | LedgerRejected
   | StoreUnavailable
   | StoreRefused
-
-const frameText = (frame: SseFrame): string =>
-  frame.event === undefined ? `data: ${frame.data}\n\n` : `event: ${frame.event}\ndata: ${frame.data}\n\n`
-
-/** Usage for a stream that ended without the upstream's count: the tokenizer's count of what was delivered. */
-const deliveredUsage = (transducer: StreamTransducer, inputTokens: number, count: (text: string) => number): Usage => {
-  const { delivered } = transducer.snapshot()
-  return {
-    ...emptyUsage,
-    inputTokens,
-    outputTokens: count(delivered.text) + count(delivered.thinking) + count(delivered.toolArguments)
-  }
-}
-
-/**
- * A stream's progress for its hold's lease: the tokenizer's count of what was delivered so far, priced. Each reading
- * counts only the text added since the last one, cut before its last space so that words are counted whole (the
- * same count as the text in one piece, give or take the word still arriving).
- */
-const progressOf = (
-  transducer: StreamTransducer,
-  inputTokens: number,
-  price: (usage: Usage) => bigint,
-  count: (text: string) => number
-): (() => Progress) => {
-  const counted = { text: 0, thinking: 0, toolArguments: 0 }
-  let outputTokens = 0
-  return () => {
-    const { delivered } = transducer.snapshot()
-    for (const field of ["text", "thinking", "toolArguments"] as const) {
-      const text = delivered[field]
-      const from = counted[field]
-      const space = text.lastIndexOf(" ")
-      const to = space > from ? space : text.length - from > 4096 ? text.length : from
-      if (to > from) {
-        outputTokens += count(text.slice(from, to))
-        counted[field] = to
-      }
-    }
-    const usage = { ...emptyUsage, inputTokens, outputTokens }
-    return { cost: price(usage), usage: { ...usage, estimated: true } }
-  }
-}
-
-const hasDelivered = (transducer: StreamTransducer): boolean => {
-  const { delivered } = transducer.snapshot()
-  return delivered.text.length + delivered.thinking.length + delivered.toolArguments.length > 0
-}
 
 const encoder = new TextEncoder()
 
@@ -232,6 +190,8 @@ export class ChatGateway extends Context.Service<
         const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
         const fallbackId = `msg_${randomUUID().replaceAll("-", "")}`
 
+        const replyContext = { body: input.body, responseId: input.responseId, model: modelId, created }
+
         if (reply._tag === "Body") {
           const ir = dialects[reply.dialect].readReply(reply.body, { id: fallbackId, model: modelId })
           if (Result.isFailure(ir)) {
@@ -244,11 +204,18 @@ export class ChatGateway extends Context.Service<
           const usage = ir.success.usage
           // The upstream was paid and the answer is here: the client gets it even if the bill has to be retried.
           yield* ledger.settleDelivered(input.key.accountId, holdId, plugin.pricing.price(usage, model), usage)
-          const body =
-            reply.dialect === input.dialect && isRecord(reply.body)
-              ? { ...reply.body, model: modelId }
-              : client.encodeReply({ ...ir.success, model: modelId }, created)
-          return { _tag: "Json", body } satisfies ChatResult
+          const native = reply.dialect === input.dialect && isRecord(reply.body)
+          const body: unknown = native
+            ? client.present === undefined
+              ? { ...(reply.body as Record<string, unknown>), model: modelId }
+              : reply.body
+            : client.encodeReply({ ...ir.success, model: modelId }, created, {
+                body: input.body,
+                responseId: input.responseId
+              })
+          const presented = isRecord(body) ? client.present?.(body, replyContext) : undefined
+          if (presented?.final !== undefined && input.keep !== undefined) yield* input.keep(presented.final)
+          return { _tag: "Json", body: presented === undefined ? body : presented.shown } satisfies ChatResult
         }
 
         const includeUsage =
@@ -263,7 +230,9 @@ export class ChatGateway extends Context.Service<
           fallbackModel: modelId,
           clientModel: modelId,
           includeUsage,
-          inputTokens
+          inputTokens,
+          clientBody: input.body,
+          ...(input.responseId === undefined ? {} : { clientId: input.responseId })
         })
         // A long stream records what it delivered with its hold's lease: a crash then bills that, not nothing.
         ledger.reportProgress(
@@ -271,11 +240,26 @@ export class ChatGateway extends Context.Service<
           progressOf(transducer, inputTokens, (usage) => plugin.pricing.price(usage, model), tokens.count)
         )
         const passthrough = reply.dialect === input.dialect
+        /** The whole response as the upstream's own terminal event gave it (same dialect); else the transducer's. */
+        let nativeFinal: Readonly<Record<string, unknown>> | undefined
+        let kept = false
+        const keepFinal = (text: string): Effect.Effect<string> => {
+          if (input.keep === undefined || kept) return Effect.succeed(text)
+          const final = passthrough ? nativeFinal : transducer.snapshot().final
+          if (final === undefined) return Effect.succeed(text)
+          kept = true
+          return Effect.as(input.keep(final), text)
+        }
         const framesOf = (frame: SseFrame): ReadonlyArray<string> => {
           const data = frame.data === "[DONE]" ? "[DONE]" : parseJson(frame.data)
           const converted = transducer.push({ ...(frame.event === undefined ? {} : { event: frame.event }), data })
           if (!passthrough) return converted
           // Same dialect: forward the upstream's own bytes (unknown fields preserved); the transducer only counts.
+          const presented = isRecord(data) ? client.present?.(data, replyContext) : undefined
+          if (presented !== undefined) {
+            if (presented.final !== undefined) nativeFinal = presented.final
+            return [frameText({ event: frame.event, data: JSON.stringify(presented.shown) })]
+          }
           if (
             input.dialect === "openai" &&
             !includeUsage &&
@@ -319,6 +303,7 @@ export class ChatGateway extends Context.Service<
               Stream.succeed(transducer.fail("api_error", "the upstream stream failed before it finished").join(""))
             )
           ),
+          (stream) => (input.keep === undefined ? stream : Stream.mapEffect(stream, keepFinal)),
           Stream.filter((text) => text.length > 0),
           Stream.map((text) => encoder.encode(text)),
           Stream.onExit((exit) =>

@@ -57,6 +57,8 @@ const RESERVED_PATHS: ReadonlySet<string> = new Set([
   ...Object.values(ENDPOINT_OF_KIND),
   "/v1/messages",
   "/v1/messages/count_tokens",
+  "/v1/responses",
+  "/v1/responses/input_tokens",
   "/v1/images/edits",
   "/v1/models",
   "/v1/usage"
@@ -76,7 +78,10 @@ const describeModel = (modelId: string, entry: ResolvedModel): { readonly what: 
     case "chat":
       return entry.plugin.family === "chat-image"
         ? { what: "a chat-style image model", how: `call POST ${ENDPOINT_OF_KIND.chat} (or the native ${native})` }
-        : { what: "a text (chat) model", how: `call POST ${ENDPOINT_OF_KIND.chat}, POST /v1/messages or ${native}` }
+        : {
+            what: "a text (chat) model",
+            how: `call POST ${ENDPOINT_OF_KIND.chat}, POST /v1/responses, POST /v1/messages or ${native}`
+          }
     case "images":
       return {
         what: "a dedicated image model",

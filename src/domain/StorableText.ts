@@ -13,3 +13,7 @@ export const storableTextProblem = (text: string): string | undefined =>
     : UNPAIRED_SURROGATE.test(text)
       ? "must not contain an unpaired UTF-16 surrogate (invalid Unicode text)"
       : undefined
+
+/** `text` made storable: a NUL or an unpaired surrogate becomes U+FFFD (for text no client sent, such as model output). */
+export const toStorableText = (text: string): string =>
+  text.replace(new RegExp(`${UNPAIRED_SURROGATE.source}|\\u0000`, "g"), "\ufffd")

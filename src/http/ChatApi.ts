@@ -20,7 +20,7 @@ const SSE_HEADERS = {
   "x-accel-buffering": "no"
 }
 
-const respondWith = (result: ChatResult) =>
+export const respondWith = (result: ChatResult) =>
   result._tag === "Json"
     ? json(result.body)
     : HttpServerResponse.stream(result.frames, { headers: SSE_HEADERS, contentType: SSE_HEADERS["content-type"] })

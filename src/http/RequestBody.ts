@@ -165,7 +165,7 @@ export const readJsonAs = <S extends Schema.Top>(
   schema: S
 ): Effect.Effect<S["Type"], ApiError> => Effect.flatMap(readJson(request, limits), decodeWith(schema))
 
-const isCount = (value: unknown, min: number): boolean =>
+export const isCount = (value: unknown, min: number): boolean =>
   typeof value === "number" && Number.isSafeInteger(value) && value >= min
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -184,7 +184,7 @@ const kindOf = (value: unknown): string =>
  * A flag must be a boolean (null too where the vendor's schema allows it, meaning "not given"): a flag read as
  * `=== true` would otherwise take `"yes"` for false and quietly answer something the client did not ask for.
  */
-const flagProblem = (value: unknown, path: string, nullable: boolean): ApiError | undefined =>
+export const flagProblem = (value: unknown, path: string, nullable: boolean): ApiError | undefined =>
   value === undefined || typeof value === "boolean" || (nullable && value === null)
     ? undefined
     : badRequest(`${path}: expected a boolean (true or false), got ${kindOf(value)}`, path)

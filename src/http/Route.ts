@@ -87,6 +87,13 @@ export const toApiError = (error: unknown): ApiError | undefined => {
           : { headers: { "retry-after": String(failed.retryAfterSeconds) } })
       })
     }
+    case "ResponseNotFound":
+      return apiError(404, `Response with id '${(error as { id: string }).id}' not found.`, {
+        code: "not_found",
+        param: "response_id"
+      })
+    case "ResponseNotCancellable":
+      return apiError(400, (error as { message: string }).message, { code: "invalid_request", param: "response_id" })
     case "VideoNotFound":
       return apiError(404, `No video found with id '${(error as { id: string }).id}'.`, {
         code: "video_not_found",

@@ -38,7 +38,8 @@ export interface ToolResultPart {
   readonly isError: boolean
 }
 
-export type SignatureOrigin = "anthropic" | "gemini" | "synthetic"
+/** Who issued a thinking signature: `openai` is a Responses API reasoning item's `encrypted_content`. */
+export type SignatureOrigin = "anthropic" | "gemini" | "openai" | "synthetic"
 
 export interface ThinkingPart {
   readonly type: "thinking"
@@ -117,6 +118,12 @@ export interface ChatRequest {
   readonly includeUsage?: boolean
   /** OpenAI `user`/`safety_identifier`, Anthropic `metadata.user_id`. */
   readonly user?: string
+  /**
+   * What the client asked for that the IR cannot carry (a Responses client's built-in tools, file inputs, prompt
+   * templates): only an upstream of the client's own protocol, sent the client's body, can serve it. A plugin that
+   * converts the request must refuse it with `invalid_request`, naming `param`.
+   */
+  readonly nativeOnly?: ReadonlyArray<{ readonly param: string; readonly message: string }>
 }
 
 /** Open enum, Anthropic's vocabulary plus `content_filter`/`error` for what other vendors report. */

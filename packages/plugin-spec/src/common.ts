@@ -11,11 +11,14 @@ export type SpecificationVersion = "v1"
 /** Integer micro-dollars (1 USD = 1,000,000). Never a float: round up with integer division. */
 export type Micros = bigint
 
-/** The three text wire protocols a chat plugin may answer in; the gateway converts to the one the client called. */
-export type Dialect = "openai" | "anthropic" | "gemini"
+/**
+ * The text wire protocols a chat plugin may answer in; the gateway converts to the one the client called. `openai` is
+ * chat completions, `responses` OpenAI's Responses API.
+ */
+export type Dialect = "openai" | "anthropic" | "gemini" | "responses"
 
 /** The wire protocols an upstream can speak (each fixes how its base URL is written and how it authenticates). */
-export type UpstreamProtocol = "openai" | "anthropic" | "gemini" | "openai-videos" | "ark"
+export type UpstreamProtocol = "openai" | "anthropic" | "gemini" | "openai-responses" | "openai-videos" | "ark"
 
 /** One upstream endpoint, from the operator config's `upstreams:`. */
 export interface UpstreamConfig {

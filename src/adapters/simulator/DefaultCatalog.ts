@@ -1,6 +1,7 @@
 /**
  * The catalog served when no operator config is given: an in-process upstream simulator on a loopback port and one
- * text model per upstream protocol, plus the two chat-style image models, the dedicated image model, two video
+ * text model per upstream protocol (OpenAI chat completions, OpenAI Responses, Anthropic, Gemini), plus the two
+ * chat-style image models, the dedicated image model, two video
  * models on the simulator's Ark API, and embeddings (OpenAI and Gemini), transcription and speech models, so
  * `npm start` runs the same adapters, converters and billing as production.
  */
@@ -27,6 +28,7 @@ export const simulatorConfig = (baseUrl: string, apiKey: string): OperatorConfig
     ["sim-openai", upstream("sim-openai", "openai", `${baseUrl}/v1`)],
     ["sim-anthropic", upstream("sim-anthropic", "anthropic", baseUrl)],
     ["sim-gemini", upstream("sim-gemini", "gemini", baseUrl)],
+    ["sim-responses", upstream("sim-responses", "openai-responses", `${baseUrl}/v1`)],
     ["sim-ark", upstream("sim-ark", "ark", `${baseUrl}/api/v3`)],
     // No default model uses it; declared so tests and operators can put a model on the OpenAI videos API.
     ["sim-openai-videos", upstream("sim-openai-videos", "openai-videos", `${baseUrl}/v1`)]
@@ -90,6 +92,7 @@ export const simulatorConfig = (baseUrl: string, apiKey: string): OperatorConfig
       model("sim-openai"),
       model("sim-anthropic"),
       model("sim-gemini"),
+      model("sim-responses"),
       chatImage("imgchat-2.5-flash-image", 39_000n),
       chatImage("imgchat-3-pro-image-preview", 134_000n),
       dedicatedImage,

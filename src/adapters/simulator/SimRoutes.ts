@@ -6,6 +6,7 @@ import { IMAGES_EDITS_PATH, IMAGES_GENERATIONS_PATH, imagesEdits, imagesGenerati
 import type { RawSimRequest } from "./images/EditInputs.ts"
 import { anthropicError, geminiError, openAIError } from "./ErrorEnvelopes.ts"
 import { chatCompletions, listOpenAIModels } from "./OpenAIChat.ts"
+import { createResponse } from "./OpenAIResponses.ts"
 import { type Dialect, json, type JsonReply, type SimContext, type SimReply, type SimRequest } from "./SimResponse.ts"
 import type { FileReply } from "./video/VideoFiles.ts"
 
@@ -28,6 +29,7 @@ interface Route {
 export const route = (request: RawSimRequest): Route | undefined => {
   const { method, path } = request
   if (method === "POST" && path === "/v1/chat/completions") return { dialect: "openai", handle: chatCompletions }
+  if (method === "POST" && path === "/v1/responses") return { dialect: "openai", handle: createResponse }
   if (method === "POST" && path === IMAGES_GENERATIONS_PATH) {
     return { dialect: "openai", handle: (_, ctx) => imagesGenerations(request, ctx) }
   }

@@ -54,11 +54,14 @@ const addPart = (tally: Tally, part: Json): void => {
   }
   if (!isRecord(part)) return
   const type = asString(part.type)
-  if (typeof part.text === "string" && (type === "" || type === "text" || type === "input_text")) {
+  if (
+    typeof part.text === "string" &&
+    (type === "" || type === "text" || type === "input_text" || type === "output_text")
+  ) {
     addText(tally, part.text)
   } else if (isImagePart(type)) {
     tally.tokens += IMAGE_TOKENS
-  } else if (type === "input_audio" || type === "file" || type === "document") {
+  } else if (type === "input_audio" || type === "file" || type === "document" || type === "input_file") {
     tally.tokens += ATTACHMENT_TOKENS
   } else if (type === "tool_use") {
     addText(tally, asString(part.name))
@@ -179,6 +182,45 @@ export const tallyGeminiContents = (request: GeminiContentsInput, room: number =
     tally.tokens += MESSAGE_OVERHEAD_TOKENS
     addGeminiContent(tally, content)
   }
+  addTools(tally, request.tools)
+  return tally
+}
+
+/** A Responses API request: the fields that cost input tokens. */
+export interface ResponsesInput {
+  readonly input: unknown
+  readonly instructions?: unknown
+  readonly tools?: ReadonlyArray<unknown> | null | undefined
+}
+
+const addResponsesItem = (tally: Tally, item: Json): void => {
+  if (!isRecord(item)) return
+  tally.tokens += MESSAGE_OVERHEAD_TOKENS
+  switch (item.type) {
+    case "function_call":
+      addText(tally, asString(item.name))
+      addText(tally, asString(item.arguments))
+      break
+    case "function_call_output":
+      addContent(tally, item.output)
+      break
+    case "reasoning":
+      if (Array.isArray(item.summary)) for (const part of item.summary) addPart(tally, part)
+      break
+    default:
+      if ("content" in item) addContent(tally, item.content)
+      else addJson(tally, item)
+  }
+}
+
+export const tallyResponses = (request: ResponsesInput, room: number = SLICE_CHARS): Tally => {
+  const tally: Tally = { tokens: REPLY_PRIMING_TOKENS, room, deferred: undefined }
+  if (typeof request.instructions === "string") addText(tally, request.instructions)
+  else if (Array.isArray(request.instructions)) for (const item of request.instructions) addResponsesItem(tally, item)
+  if (typeof request.input === "string") {
+    tally.tokens += MESSAGE_OVERHEAD_TOKENS
+    addText(tally, request.input)
+  } else if (Array.isArray(request.input)) for (const item of request.input) addResponsesItem(tally, item)
   addTools(tally, request.tools)
   return tally
 }

@@ -16,6 +16,7 @@ export const credentialHeaders = (upstream: Pick<UpstreamConfig, "protocol" | "a
     case "gemini":
       return { "x-goog-api-key": key }
     case "openai":
+    case "openai-responses":
     case "openai-videos":
     case "ark":
       return { authorization: `Bearer ${key}` }
@@ -41,6 +42,7 @@ const segment = encodeURIComponent
 /** Paths under an OpenAI base URL (`…/v1`). */
 export const OpenAiPaths = {
   chatCompletions: "/chat/completions",
+  responses: "/responses",
   embeddings: "/embeddings",
   imagesGenerations: "/images/generations",
   imagesEdits: "/images/edits",

@@ -33,4 +33,6 @@ export interface OperatorConfigData {
     readonly deadlineMinutes: number
     readonly retentionDays: number
   }
+  /** Stored Responses API responses: kept this many days (30 when absent), then deleted. */
+  readonly responses?: { readonly retentionDays: number }
 }

@@ -11,6 +11,7 @@ export const UpstreamProtocols = [
   "openai",
   "anthropic",
   "gemini",
+  "openai-responses",
   "openai-videos",
   "ark"
 ] as const satisfies ReadonlyArray<UpstreamProtocol>
@@ -37,6 +38,7 @@ export const baseUrlProblem = (protocol: UpstreamProtocol, baseUrl: string): str
   const path = url.pathname.replace(/\/+$/, "")
   switch (protocol) {
     case "openai":
+    case "openai-responses":
     case "openai-videos":
       return path.endsWith("/v1") ? undefined : `expected a URL ending in /v1 for the ${protocol} protocol`
     case "ark":

@@ -19,7 +19,8 @@ export const OperatorConfigDefaults = {
   holdTtlSeconds: 900,
   videoPollIntervalMs: 5_000,
   videoDeadlineMinutes: 30,
-  videoRetentionDays: 7
+  videoRetentionDays: 7,
+  responsesRetentionDays: 30
 } as const
 
 export interface DecodeOptions {
@@ -52,6 +53,7 @@ export const decodeOperatorConfig = (
     "plugins",
     "ledger",
     "video",
+    "responses",
     "rateLimits"
   ])
   if (root === undefined) return Result.fail(issues)
@@ -64,6 +66,7 @@ export const decodeOperatorConfig = (
   })
   const ledger = input.object(root.ledger, "ledger", ["holdTtlSeconds"], false) ?? {}
   const video = input.object(root.video, "video", ["pollIntervalMs", "deadlineMinutes", "retentionDays"], false) ?? {}
+  const responses = input.object(root.responses, "responses", ["retentionDays"], false) ?? {}
   const rateLimits = input.object(root.rateLimits, "rateLimits", ["rpm", "tpm", "concurrency"], false) ?? {}
   // A default limit is optional: absent (or null) means none of that kind for keys without their own.
   const limit = (name: "rpm" | "tpm" | "concurrency"): number | null =>
@@ -97,6 +100,13 @@ export const decodeOperatorConfig = (
         video.retentionDays,
         "video.retentionDays",
         OperatorConfigDefaults.videoRetentionDays
+      )
+    },
+    responses: {
+      retentionDays: input.positiveInt(
+        responses.retentionDays,
+        "responses.retentionDays",
+        OperatorConfigDefaults.responsesRetentionDays
       )
     }
   }

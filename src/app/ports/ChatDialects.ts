@@ -1,5 +1,5 @@
 /**
- * The three chat wire protocols as the chat pipeline uses them, without knowing their encodings: the edge
+ * The chat wire protocols as the chat pipeline uses them, without knowing their encodings: the edge
  * (`src/http/dialects`) owns each protocol's decoding, encoding, input counting, stream framing and error envelope,
  * and hands the pipeline this table. The pipeline picks the client's entry to read the request and write the answer,
  * and the plugin reply's entry to read its usage.
@@ -29,8 +29,37 @@ export interface ChatDialect {
     body: unknown,
     fallback: { readonly id: string; readonly model: string }
   ) => Result.Result<ChatResponse, DialectProblem>
-  /** A whole answer in this protocol. */
-  readonly encodeReply: (response: ChatResponse, created: number) => unknown
+  /**
+   * A whole answer in this protocol. `client` is the request it answers and the id the client is to see (the Responses
+   * API repeats the request's settings in its Response object, under the gateway's id).
+   */
+  readonly encodeReply: (
+    response: ChatResponse,
+    created: number,
+    client: { readonly body: Readonly<Record<string, unknown>>; readonly responseId?: string | undefined }
+  ) => unknown
+  /**
+   * Optional: a reply in this protocol (a whole body, or one parsed stream event), whether the upstream's own or the
+   * gateway's encoding, as this protocol's client is to see it, with the whole response to keep once it is complete
+   * (the Responses API: the gateway's id, the client's settings, encrypted reasoning only when asked for).
+   * Undefined = shown as it is. Without it, an upstream's own reply passes with only its model name swapped.
+   */
+  readonly present?: (value: Readonly<Record<string, unknown>>, context: ReplyContext) => Presented | undefined
+}
+
+/** The request a reply answers, as `present` needs it. */
+export interface ReplyContext {
+  readonly body: Readonly<Record<string, unknown>>
+  readonly responseId?: string | undefined
+  readonly model: string
+  /** Unix seconds. */
+  readonly created: number
+}
+
+/** A reply body or stream event as the client is to see it, and the whole response when this one completes it. */
+export interface Presented {
+  readonly shown: unknown
+  readonly final?: Readonly<Record<string, unknown>>
 }
 
 export class ChatDialects extends Context.Service<ChatDialects, Readonly<Record<Dialect, ChatDialect>>>()(

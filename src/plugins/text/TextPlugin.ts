@@ -12,7 +12,9 @@ import { AnthropicPaths, GeminiPaths, OpenAiPaths } from "../../adapters/upstrea
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
 import { type ChatCall, type ChatPlugin, type ChatReply, type PluginFailure, pluginFailure } from "../ModelPlugin.ts"
 import { irToAnthropicRequest } from "./convert/anthropic.ts"
-import type { Converted } from "./convert/ChatIR.ts"
+import { type Converted, convertError } from "./convert/ChatIR.ts"
+import { irToResponsesRequest } from "./convert/responses.ts"
+import { toResponsesUpstream } from "./convert/responsesUpstream.ts"
 import { irToGeminiRequest } from "./convert/gemini.ts"
 import { asRecord, isRecord, parseJson } from "./convert/json.ts"
 import { irToOpenAIRequest } from "./convert/openai.ts"
@@ -20,10 +22,13 @@ import { signatureOriginOf, unpackToolId } from "./convert/thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./convert/toolId.ts"
 import { outputCap, textPricing } from "./TextPricing.ts"
 
-type TextProtocol = "openai" | "anthropic" | "gemini"
+type TextProtocol = "openai" | "anthropic" | "gemini" | "openai-responses"
 
 const isTextProtocol = (protocol: string): protocol is TextProtocol =>
-  protocol === "openai" || protocol === "anthropic" || protocol === "gemini"
+  protocol === "openai" || protocol === "anthropic" || protocol === "gemini" || protocol === "openai-responses"
+
+/** The dialect an upstream protocol answers in. */
+const dialectOf = (protocol: TextProtocol) => (protocol === "openai-responses" ? "responses" : protocol)
 
 /** The vendor's error message, if its body is one of the three envelopes; never the whole body. */
 export const vendorMessage = (body: string): string | undefined => {
@@ -173,7 +178,28 @@ const buildCall = (call: ChatCall, protocol: TextProtocol): Converted<UpstreamCa
   const { model, request, client } = call
   const stream = request.stream
   const cap = outputCap(request, model)
+  // What only the client's own protocol can say goes nowhere else.
+  const unconvertible = request.nativeOnly?.[0]
+  if (unconvertible !== undefined && client.dialect !== dialectOf(protocol)) {
+    return convertError(unconvertible.param, unconvertible.message)
+  }
   switch (protocol) {
+    case "openai-responses": {
+      const capped = (body: Record<string, unknown>) =>
+        body.max_output_tokens === undefined || body.max_output_tokens === null
+          ? { ...body, max_output_tokens: cap }
+          : body
+      if (client.dialect === "responses") {
+        return Result.succeed({
+          path: OpenAiPaths.responses,
+          body: capped(toResponsesUpstream(client.body, model.upstreamModel))
+        })
+      }
+      return Result.map(irToResponsesRequest(request), (body) => ({
+        path: OpenAiPaths.responses,
+        body: capped({ ...body, model: model.upstreamModel })
+      }))
+    }
     case "openai": {
       // The hold covers the output cap, so the upstream must never be free to write more than it.
       const capped = (body: Record<string, unknown>) =>
@@ -248,10 +274,10 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
         signal: call.signal
       })
       if (call.request.stream) {
-        return { _tag: "Events", dialect: protocol, events: response.body.events() } satisfies ChatReply
+        return { _tag: "Events", dialect: dialectOf(protocol), events: response.body.events() } satisfies ChatReply
       }
       const body = yield* response.body.json
-      return { _tag: "Body", dialect: protocol, body } satisfies ChatReply
+      return { _tag: "Body", dialect: dialectOf(protocol), body } satisfies ChatReply
     })
 
   const invoke = (call: ChatCall): Effect.Effect<ChatReply, PluginFailure> =>

@@ -22,6 +22,7 @@ export const simulatedUpstreams = async () => {
   })
   const paths: Readonly<Record<UpstreamConfig["protocol"], string>> = {
     openai: "/v1",
+    "openai-responses": "/v1",
     "openai-videos": "/v1",
     anthropic: "",
     gemini: "",

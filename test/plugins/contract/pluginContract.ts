@@ -26,6 +26,8 @@ import { geminiRequestToIR } from "../../../src/plugins/text/convert/geminiReque
 import { geminiResponseToIR } from "../../../src/plugins/text/convert/geminiResponse.ts"
 import { openAIRequestToIR } from "../../../src/plugins/text/convert/openaiRequestToIR.ts"
 import { openAIResponseToIR } from "../../../src/plugins/text/convert/openaiResponse.ts"
+import { responsesRequestToIR } from "../../../src/plugins/text/convert/responsesRequestToIR.ts"
+import { responsesResponseToIR } from "../../../src/plugins/text/convert/responsesResponse.ts"
 import { type Dialect, makeStreamTransducer } from "../../../src/plugins/text/convert/StreamTransducer.ts"
 
 export type Lazy<A> = A | (() => A)
@@ -68,6 +70,7 @@ export const requestBody = (request: ContractRequest, model: PluginModel, stream
         ...(stream ? { stream_options: { include_usage: true } } : {})
       }
     case "anthropic":
+    case "responses":
       return { ...request.body, model: model.id, stream }
     case "gemini":
       return { ...request.body }
@@ -91,6 +94,8 @@ export const requestIR = (request: ContractRequest, model: PluginModel, stream: 
       return ok(anthropicRequestToIR(body), what)
     case "gemini":
       return ok(geminiRequestToIR(body, { model: model.id, stream }), what)
+    case "responses":
+      return ok(responsesRequestToIR(body), what)
   }
 }
 
@@ -193,6 +198,8 @@ export const responseToIR = (dialect: Dialect, body: unknown, model: PluginModel
       return anthropicResponseToIR(body)
     case "gemini":
       return geminiResponseToIR(body, { fallbackId: "contract", fallbackModel: model.id })
+    case "responses":
+      return responsesResponseToIR(body)
   }
 }
 

@@ -43,7 +43,7 @@ export type StreamEvent =
       readonly index: number
       readonly signature: string
       /** Who issued it; the Anthropic encoder wraps a Gemini one so that it is never replayed to Anthropic. */
-      readonly origin: "anthropic" | "gemini"
+      readonly origin: "anthropic" | "gemini" | "openai"
     }
   | { readonly type: "tool_input_delta"; readonly index: number; readonly json: string }
   | { readonly type: "block_stop"; readonly index: number }
@@ -119,7 +119,7 @@ export const makeSequencer = (fallback: Fallback) => {
   const deltaThinking = (text: string) => {
     if (!done && open?.kind === "thinking" && text !== "") out.push({ type: "thinking_delta", index: open.index, text })
   }
-  const deltaSignature = (signature: string, origin: "anthropic" | "gemini" = "anthropic") => {
+  const deltaSignature = (signature: string, origin: "anthropic" | "gemini" | "openai" = "anthropic") => {
     if (!done && open?.kind === "thinking" && signature !== "") {
       out.push({ type: "signature_delta", index: open.index, signature, origin })
     }

@@ -19,6 +19,9 @@ import { makeAnthropicStreamEncoder, makeAnthropicStreamParser } from "./anthrop
 import { makeGeminiStreamEncoder, makeGeminiStreamParser } from "./geminiStream.ts"
 import type { ReasoningField } from "./openai.ts"
 import { makeOpenAIStreamEncoder, makeOpenAIStreamParser } from "./openaiStream.ts"
+import { makeResponsesStreamEncoder, makeResponsesStreamParser } from "./responsesStream.ts"
+import { wantsEncrypted } from "./responsesResponse.ts"
+import type { JsonRecord } from "./json.ts"
 import type { Dialect } from "@tollgate/plugin-spec"
 
 export type { Dialect }
@@ -42,6 +45,8 @@ export interface StreamTransducerOptions {
   readonly reasoningField?: ReasoningField
   /** Anthropic clients: the gateway's count of the prompt, for `message_start` when the upstream gives none there. */
   readonly inputTokens?: number
+  /** Responses clients: their request, whose settings every Response object repeats. */
+  readonly clientBody?: JsonRecord
 }
 
 export interface StreamSnapshot {
@@ -54,6 +59,8 @@ export interface StreamSnapshot {
   readonly error?: { readonly kind: ErrorKind; readonly message: string }
   /** What reached the client, for estimating output tokens when usage is missing. */
   readonly delivered: { readonly text: string; readonly thinking: string; readonly toolArguments: string }
+  /** Responses clients: the finished Response object, every item whole, once the stream ended in the client's dialect. */
+  readonly final?: JsonRecord
 }
 
 export interface StreamTransducer {
@@ -76,10 +83,14 @@ const parserFor = (options: StreamTransducerOptions): StreamParser => {
       return makeAnthropicStreamParser(fallback)
     case "gemini":
       return makeGeminiStreamParser(fallback)
+    case "responses":
+      return makeResponsesStreamParser(fallback)
   }
 }
 
-const encoderFor = (options: StreamTransducerOptions): StreamEncoder => {
+const encoderFor = (
+  options: StreamTransducerOptions
+): StreamEncoder & { readonly final?: () => JsonRecord | undefined } => {
   const overrides = {
     ...(options.clientId !== undefined ? { id: options.clientId } : {}),
     ...(options.clientModel !== undefined ? { model: options.clientModel } : {})
@@ -99,6 +110,18 @@ const encoderFor = (options: StreamTransducerOptions): StreamEncoder => {
       })
     case "gemini":
       return makeGeminiStreamEncoder(overrides)
+    case "responses": {
+      const body = options.clientBody ?? {}
+      return makeResponsesStreamEncoder({
+        identity: {
+          id: options.clientId ?? options.fallbackId,
+          model: options.clientModel ?? options.fallbackModel,
+          createdAt: options.created
+        },
+        body,
+        includeEncrypted: wantsEncrypted(body)
+      })
+    }
   }
 }
 
@@ -166,7 +189,8 @@ export const makeStreamTransducer = (options: StreamTransducerOptions): StreamTr
       truncated: truncated || (finished && error !== undefined),
       finished,
       ...(error ? { error } : {}),
-      delivered: { text, thinking, toolArguments }
+      delivered: { text, thinking, toolArguments },
+      ...(encoder.final?.() === undefined ? {} : { final: encoder.final() })
     })
   }
 }

@@ -118,7 +118,64 @@ const geminiEvent: fc.Arbitrary<UpstreamEvent> = fc.oneof(
   fc.record({ event: fc.option(fc.string(), { nil: undefined }), data: junk })
 )
 
+const responsesItem = fc.oneof(
+  fc.record({ type: fc.constant("message"), id: fc.string() }),
+  fc.record({
+    type: fc.constant("reasoning"),
+    id: fc.string(),
+    encrypted_content: fc.option(fc.string(), { nil: undefined })
+  }),
+  fc.record({
+    type: fc.constant("function_call"),
+    id: fc.string(),
+    call_id: fc.string(),
+    name: fc.string(),
+    arguments: fragment
+  }),
+  fc.record({ type: fc.constant("web_search_call"), id: fc.string() })
+)
+const responsesEvent: fc.Arbitrary<UpstreamEvent> = fc
+  .oneof(
+    fc.record({
+      type: fc.constantFrom("response.created", "response.in_progress"),
+      response: fc.record({ id: fc.string(), model: fc.string() })
+    }),
+    fc.record({
+      type: fc.constantFrom("response.output_item.added", "response.output_item.done"),
+      output_index: smallIndex,
+      item: responsesItem
+    }),
+    fc.record({
+      type: fc.constantFrom(
+        "response.output_text.delta",
+        "response.refusal.delta",
+        "response.reasoning_summary_text.delta",
+        "response.function_call_arguments.delta"
+      ),
+      delta: fc.oneof(fc.string(), fragment)
+    }),
+    fc.record({ type: fc.constant("response.reasoning_summary_part.added"), summary_index: smallIndex }),
+    fc.record({
+      type: fc.constantFrom("response.completed", "response.incomplete", "response.failed"),
+      response: fc.record(
+        {
+          status: fc.constantFrom("completed", "incomplete", "failed", "weird"),
+          usage: fc.record({ input_tokens: fc.nat(), output_tokens: fc.nat() }),
+          error: fc.constant({ code: "server_error", message: "x" })
+        },
+        { requiredKeys: ["status"] }
+      )
+    }),
+    fc.record({ type: fc.constant("error"), code: fc.string(), message: fc.string() }),
+    junk
+  )
+  .map((data) => ({
+    ...(typeof data === "object" && data !== null && "type" in data ? { event: String(data.type) } : {}),
+    data
+  }))
+
 const upstreamEvents: Record<Dialect, fc.Arbitrary<ReadonlyArray<UpstreamEvent>>> = {
+  responses: fc.array(responsesEvent, { maxLength: 25 }),
   anthropic: fc.array(anthropicEvent, { maxLength: 25 }),
   openai: fc.array(openAIEvent, { maxLength: 25 }),
   gemini: fc.array(geminiEvent, { maxLength: 12 })
@@ -157,12 +214,37 @@ const checkClientStream = (client: Dialect, frames: ReadonlyArray<string>) => {
         open = undefined
       } else if (data.type === "message_delta") assert.strictEqual(open, undefined, "blocks close before the end")
     }
+  } else if (client === "responses") {
+    // Numbered from 0 without gaps, named as their type, opened with response.created, ended by one terminal event.
+    const types = parsed.map((f) => (f.data as { type: string }).type)
+    parsed.forEach((f, i) => {
+      const data = f.data as { type: string; sequence_number: number }
+      assert.strictEqual(data.sequence_number, i)
+      assert.strictEqual(f.event, data.type)
+    })
+    const terminal = types.filter(
+      (t) => t === "response.completed" || t === "response.incomplete" || t === "response.failed"
+    )
+    assert.strictEqual(terminal.length, 1, "exactly one terminal event")
+    assert.strictEqual(terminal[0], types.at(-1), "the terminal event is last")
+    if (types[0] !== "response.failed") assert.strictEqual(types[0], "response.created")
+    let open: number | undefined
+    for (const f of parsed) {
+      const data = f.data as { type: string; output_index?: number }
+      if (data.type === "response.output_item.added") {
+        assert.strictEqual(open, undefined, "one item open at a time")
+        open = data.output_index
+      } else if (data.type === "response.output_item.done") {
+        assert.strictEqual(data.output_index, open)
+        open = undefined
+      } else if (data.output_index !== undefined) assert.strictEqual(data.output_index, open)
+    }
   } else {
     assert.isTrue(parsed.every((f) => f.event === undefined))
   }
 }
 
-const dialects: ReadonlyArray<Dialect> = ["openai", "anthropic", "gemini"]
+const dialects: ReadonlyArray<Dialect> = ["openai", "anthropic", "gemini", "responses"]
 
 describe("stream transducers on arbitrary upstream events", () => {
   for (const upstream of dialects) {

@@ -1,0 +1,13 @@
+/** Why a stored response could not be read or cancelled. src/http picks the status and envelope. */
+import { Schema } from "effect"
+
+/** No such response for this account (another account's, expired, or deleted, all alike). */
+export class ResponseNotFound extends Schema.TaggedError<ResponseNotFound>()("ResponseNotFound", {
+  id: Schema.String
+}) {}
+
+/** Only a background response still running can be cancelled. */
+export class ResponseNotCancellable extends Schema.TaggedError<ResponseNotCancellable>()("ResponseNotCancellable", {
+  id: Schema.String,
+  message: Schema.String
+}) {}

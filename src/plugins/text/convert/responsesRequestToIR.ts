@@ -1,0 +1,380 @@
+/**
+ * An OpenAI Responses API request (`POST /v1/responses`) in the chat IR.
+ *
+ * - `input` is a string (one user message) or a list of items. Messages of role `system`/`developer` and
+ *   `instructions` become the IR system prompt; everything the model said between two user turns (reasoning items,
+ *   assistant messages, function calls) becomes one assistant turn, and consecutive `function_call_output`s one tool
+ *   turn, as Anthropic and Gemini need them.
+ * - A reasoning item's summary is the thinking text; its `encrypted_content` carries the issuing vendor's signature
+ *   (see `readResponsesEncrypted`), so a conversation can move between vendors and each gets back only its own.
+ * - What the IR cannot carry (built-in tools such as web search, `input_file` parts, prompt templates, the output
+ *   items of built-in tools) is listed in `nativeOnly`: served by an `openai-responses` upstream, refused elsewhere.
+ * - `item_reference`s, `previous_response_id` and `store` are the gateway's (resolved before this runs); `metadata`,
+ *   `include`, `truncation`, `service_tier`, `top_logprobs`, `max_tool_calls` are not model input and are dropped here.
+ */
+import { Result } from "effect"
+import type {
+  AssistantPart,
+  ChatRequest,
+  Converted,
+  Message,
+  ResponseFormat,
+  TextPart,
+  ToolChoice,
+  ToolDefinition,
+  ToolResultPart,
+  UserPart
+} from "./ChatIR.ts"
+import { checkToolPairing, convertError, optionalFlag } from "./ChatIR.ts"
+import { imageSourceFromUrl } from "./dataUrl.ts"
+import {
+  asArray,
+  asNumber,
+  asRecord,
+  asString,
+  compact,
+  isRecord,
+  type JsonRecord,
+  label,
+  parseJsonObject
+} from "./json.ts"
+import { readResponsesEncrypted, unpackToolId } from "./thinkingSignature.ts"
+
+type Problem = { readonly param: string; readonly message: string }
+
+const NATIVE = "is only served by a model on an openai-responses upstream"
+
+/** A message's content as user parts; `input_file` and unknown parts are noted in `nativeOnly`. */
+const userParts = (content: unknown, param: string, nativeOnly: Array<Problem>): Converted<ReadonlyArray<UserPart>> => {
+  if (typeof content === "string") return Result.succeed([{ type: "text", text: content }])
+  if (!Array.isArray(content)) return convertError(param, "content must be a string or an array of parts")
+  const parts: Array<UserPart> = []
+  for (let j = 0; j < content.length; j++) {
+    const part = asRecord(content[j])
+    const at = `${param}.${j}`
+    switch (part.type) {
+      case "input_text":
+      case "output_text":
+        if (typeof part.text !== "string") return convertError(`${at}.text`, "text must be a string")
+        parts.push({ type: "text", text: part.text })
+        break
+      case "refusal":
+        if (typeof part.refusal !== "string") return convertError(`${at}.refusal`, "refusal must be a string")
+        parts.push({ type: "text", text: part.refusal })
+        break
+      case "input_image": {
+        const url = asString(part.image_url)
+        if (url === undefined) {
+          if (typeof part.file_id === "string") nativeOnly.push({ param: at, message: `an image by file_id ${NATIVE}` })
+          else return convertError(`${at}.image_url`, "image_url must be a string (a URL or a data URL)")
+        } else parts.push({ type: "image", source: imageSourceFromUrl(url) })
+        break
+      }
+      case "input_file": {
+        const data = asString(part.file_data)
+        const source = data === undefined ? undefined : imageSourceFromUrl(data)
+        // An image sent as a file is still an image; any other document needs OpenAI's own file handling.
+        if (source?.kind === "base64" && source.mediaType.startsWith("image/")) parts.push({ type: "image", source })
+        else nativeOnly.push({ param: at, message: `an input_file part ${NATIVE}` })
+        break
+      }
+      default:
+        return convertError(`${at}.type`, `unsupported content part type '${label(part.type)}'`)
+    }
+  }
+  return Result.succeed(parts)
+}
+
+const textParts = (content: unknown, param: string): Converted<ReadonlyArray<TextPart>> => {
+  const none: Array<Problem> = []
+  const parts = userParts(content, param, none)
+  if (Result.isFailure(parts)) return Result.fail(parts.failure)
+  if (none.length > 0 || parts.success.some((p) => p.type !== "text")) {
+    return convertError(none[0]?.param ?? param, "only text is allowed here")
+  }
+  return Result.succeed(parts.success as ReadonlyArray<TextPart>)
+}
+
+const reasoningPart = (item: JsonRecord): AssistantPart => {
+  const summary = asArray(item.summary).flatMap((s) => {
+    const text = asString(asRecord(s).text)
+    return text === undefined ? [] : [text]
+  })
+  const content = asArray(item.content).flatMap((s) => {
+    const text = asString(asRecord(s).text)
+    return text === undefined ? [] : [text]
+  })
+  const text = (summary.length > 0 ? summary : content).join("\n\n")
+  const encrypted = readResponsesEncrypted(asString(item.encrypted_content))
+  switch (encrypted.type) {
+    case "redacted":
+      return { type: "redacted_thinking", data: encrypted.data }
+    case "unsigned":
+      return { type: "thinking", text }
+    case "signed":
+      return { type: "thinking", text, signature: encrypted.signature, signatureOrigin: encrypted.origin }
+  }
+}
+
+/** The output of a function call: a string, or input_text/input_image parts. */
+const toolResult = (item: JsonRecord, param: string): Converted<ToolResultPart> => {
+  const callId = asString(item.call_id)
+  if (callId === undefined) return convertError(`${param}.call_id`, "call_id must be a string")
+  const none: Array<Problem> = []
+  const output =
+    typeof item.output === "string"
+      ? Result.succeed([{ type: "text" as const, text: item.output }])
+      : userParts(item.output, `${param}.output`, none)
+  if (Result.isFailure(output)) return Result.fail(output.failure)
+  if (none.length > 0) return convertError(none[0].param, "a function call output may hold only text and images")
+  return Result.succeed({
+    type: "tool_result",
+    toolCallId: unpackToolId(callId).id,
+    content: output.success,
+    isError: false
+  })
+}
+
+interface Conversation {
+  readonly system: Array<TextPart>
+  readonly messages: Array<Message>
+  /** Index in the client's `input` of each IR message, for error paths. */
+  readonly origins: Array<number>
+}
+
+const pushAssistant = (conversation: Conversation, parts: ReadonlyArray<AssistantPart>, index: number) => {
+  const last = conversation.messages.at(-1)
+  if (last?.role === "assistant")
+    conversation.messages[conversation.messages.length - 1] = {
+      role: "assistant",
+      content: [...last.content, ...parts]
+    }
+  else {
+    conversation.messages.push({ role: "assistant", content: parts })
+    conversation.origins.push(index)
+  }
+}
+
+const inputItems = (input: ReadonlyArray<unknown>, nativeOnly: Array<Problem>): Converted<Conversation> => {
+  const conversation: Conversation = { system: [], messages: [], origins: [] }
+  for (let i = 0; i < input.length; i++) {
+    const item = asRecord(input[i])
+    const param = `input.${i}`
+    const type = item.type ?? "message"
+    if (type === "message") {
+      switch (item.role) {
+        case "system":
+        case "developer": {
+          const texts = textParts(item.content, `${param}.content`)
+          if (Result.isFailure(texts)) return Result.fail(texts.failure)
+          conversation.system.push(...texts.success)
+          break
+        }
+        case "user": {
+          const parts = userParts(item.content, `${param}.content`, nativeOnly)
+          if (Result.isFailure(parts)) return Result.fail(parts.failure)
+          const last = conversation.messages.at(-1)
+          if (last?.role === "user")
+            conversation.messages[conversation.messages.length - 1] = {
+              role: "user",
+              content: [...last.content, ...parts.success]
+            }
+          else {
+            conversation.messages.push({ role: "user", content: parts.success })
+            conversation.origins.push(i)
+          }
+          break
+        }
+        case "assistant": {
+          const texts = textParts(item.content, `${param}.content`)
+          if (Result.isFailure(texts)) return Result.fail(texts.failure)
+          pushAssistant(
+            conversation,
+            texts.success.filter((t) => t.text !== ""),
+            i
+          )
+          break
+        }
+        default:
+          return convertError(`${param}.role`, `unsupported role '${label(item.role)}'`)
+      }
+      continue
+    }
+    switch (type) {
+      case "reasoning":
+        pushAssistant(conversation, [reasoningPart(item)], i)
+        break
+      case "function_call": {
+        const callId = asString(item.call_id)
+        const name = asString(item.name)
+        if (callId === undefined) return convertError(`${param}.call_id`, "call_id must be a string")
+        if (name === undefined) return convertError(`${param}.name`, "name must be a string")
+        const args = parseJsonObject(asString(item.arguments) ?? "")
+        if (args === undefined) return convertError(`${param}.arguments`, "arguments must be a JSON object")
+        const { id, signature } = unpackToolId(callId)
+        pushAssistant(conversation, [compact({ type: "tool_call" as const, id, name, input: args, signature })], i)
+        break
+      }
+      case "function_call_output": {
+        const result = toolResult(item, param)
+        if (Result.isFailure(result)) return Result.fail(result.failure)
+        const last = conversation.messages.at(-1)
+        if (last?.role === "tool")
+          conversation.messages[conversation.messages.length - 1] = {
+            role: "tool",
+            content: [...last.content, result.success]
+          }
+        else {
+          conversation.messages.push({ role: "tool", content: [result.success] })
+          conversation.origins.push(i)
+        }
+        break
+      }
+      case "item_reference":
+        return convertError(`${param}.id`, `item '${label(item.id)}' was not found`)
+      default:
+        if (typeof type !== "string") return convertError(`${param}.type`, "type must be a string")
+        // Built-in tools' calls and outputs (web_search_call, computer_call_output, …): OpenAI's own.
+        nativeOnly.push({ param, message: `an input item of type '${type}' ${NATIVE}` })
+    }
+  }
+  return Result.succeed(conversation)
+}
+
+const toolsOf = (raw: unknown, nativeOnly: Array<Problem>): Converted<ReadonlyArray<ToolDefinition>> => {
+  const tools: Array<ToolDefinition> = []
+  const list = asArray(raw)
+  for (let i = 0; i < list.length; i++) {
+    const tool = asRecord(list[i])
+    if (tool.type !== "function") {
+      nativeOnly.push({ param: `tools.${i}.type`, message: `the built-in tool '${label(tool.type)}' ${NATIVE}` })
+      continue
+    }
+    const name = asString(tool.name)
+    if (name === undefined) return convertError(`tools.${i}.name`, "name must be a string")
+    const strict = optionalFlag(tool.strict, `tools.${i}.strict`)
+    if (Result.isFailure(strict)) return Result.fail(strict.failure)
+    tools.push(
+      compact({
+        name,
+        description: asString(tool.description),
+        parameters: isRecord(tool.parameters) ? tool.parameters : { type: "object", properties: {} },
+        strict: strict.success
+      })
+    )
+  }
+  return Result.succeed(tools)
+}
+
+const toolChoiceOf = (
+  raw: unknown,
+  tools: ReadonlyArray<ToolDefinition>,
+  nativeOnly: Array<Problem>
+): { readonly toolChoice?: ToolChoice; readonly tools: ReadonlyArray<ToolDefinition> } => {
+  if (raw === undefined || raw === null) return { tools }
+  if (raw === "auto") return { toolChoice: { type: "auto" }, tools }
+  if (raw === "required") return { toolChoice: { type: "any" }, tools }
+  if (raw === "none") return { toolChoice: { type: "none" }, tools }
+  const choice = asRecord(raw)
+  if (choice.type === "function" && typeof choice.name === "string")
+    return { toolChoice: { type: "tool", name: choice.name }, tools }
+  if (choice.type === "allowed_tools") {
+    const names = new Set(
+      asArray(choice.tools).flatMap((t) => (typeof asRecord(t).name === "string" ? [asRecord(t).name as string] : []))
+    )
+    return {
+      toolChoice: { type: choice.mode === "required" ? "any" : "auto" },
+      tools: tools.filter((t) => names.has(t.name))
+    }
+  }
+  nativeOnly.push({ param: "tool_choice", message: `tool_choice '${label(choice.type)}' ${NATIVE}` })
+  return { tools }
+}
+
+const formatOf = (raw: unknown): Converted<ResponseFormat | undefined> => {
+  const format = asRecord(asRecord(raw).format)
+  switch (format.type) {
+    case undefined:
+      return Result.succeed(undefined)
+    case "text":
+      return Result.succeed({ type: "text" })
+    case "json_object":
+      return Result.succeed({ type: "json_object" })
+    case "json_schema": {
+      if (!isRecord(format.schema)) return convertError("text.format.schema", "schema must be a JSON schema object")
+      const strict = optionalFlag(format.strict, "text.format.strict")
+      if (Result.isFailure(strict)) return Result.fail(strict.failure)
+      return Result.succeed(
+        compact({
+          type: "json_schema" as const,
+          name: asString(format.name),
+          description: asString(format.description),
+          schema: format.schema,
+          strict: strict.success
+        })
+      )
+    }
+    default:
+      return convertError("text.format.type", `unsupported text format '${label(format.type)}'`)
+  }
+}
+
+export const responsesRequestToIR = (body: unknown): Converted<ChatRequest> => {
+  if (!isRecord(body)) return convertError("", "request body must be a JSON object")
+  const model = asString(body.model)
+  if (model === undefined) return convertError("model", "model must be a string")
+  const nativeOnly: Array<Problem> = []
+  const input = typeof body.input === "string" ? [{ role: "user", content: body.input }] : body.input
+  if (!Array.isArray(input)) return convertError("input", "input must be a string or an array of input items")
+  const conversation = inputItems(input, nativeOnly)
+  if (Result.isFailure(conversation)) return Result.fail(conversation.failure)
+  const { messages, origins } = conversation.success
+  if (messages.length === 0) return convertError("input", "input must hold at least one message")
+  const instructions =
+    typeof body.instructions === "string"
+      ? Result.succeed(body.instructions === "" ? [] : [{ type: "text" as const, text: body.instructions }])
+      : body.instructions === undefined || body.instructions === null
+        ? Result.succeed([])
+        : Array.isArray(body.instructions)
+          ? Result.map(inputItems(body.instructions, nativeOnly), (c) => c.system)
+          : convertError("instructions", "instructions must be a string")
+  if (Result.isFailure(instructions)) return Result.fail(instructions.failure)
+  const pairing = checkToolPairing(messages, (index) => `input.${origins[index] ?? 0}`)
+  if (Result.isFailure(pairing)) return Result.fail(pairing.failure)
+  const tools = toolsOf(body.tools, nativeOnly)
+  if (Result.isFailure(tools)) return Result.fail(tools.failure)
+  const choice = toolChoiceOf(body.tool_choice, tools.success, nativeOnly)
+  const format = formatOf(body.text)
+  if (Result.isFailure(format)) return Result.fail(format.failure)
+  const parallel = optionalFlag(body.parallel_tool_calls, "parallel_tool_calls")
+  if (Result.isFailure(parallel)) return Result.fail(parallel.failure)
+  const maxTokens = asNumber(body.max_output_tokens)
+  if (
+    body.max_output_tokens !== undefined &&
+    body.max_output_tokens !== null &&
+    (maxTokens === undefined || !Number.isInteger(maxTokens) || maxTokens < 1)
+  ) {
+    return convertError("max_output_tokens", "max_output_tokens must be a positive integer")
+  }
+  if (body.prompt !== undefined && body.prompt !== null)
+    nativeOnly.push({ param: "prompt", message: `a prompt template ${NATIVE}` })
+  const effort = asString(asRecord(body.reasoning).effort)
+  return Result.succeed(
+    compact({
+      model,
+      system: [...instructions.success, ...conversation.success.system],
+      messages,
+      tools: choice.tools,
+      toolChoice: choice.toolChoice,
+      parallelToolCalls: parallel.success,
+      maxTokens,
+      temperature: asNumber(body.temperature),
+      topP: asNumber(body.top_p),
+      responseFormat: format.success,
+      reasoning: effort === undefined ? undefined : { effort },
+      stream: body.stream === true,
+      user: asString(body.safety_identifier) ?? asString(body.user),
+      nativeOnly: nativeOnly.length > 0 ? nativeOnly : undefined
+    })
+  )
+}
