@@ -127,7 +127,7 @@ export class ChatGateway extends Context.Service<
           })
         }
         const request = converted.success
-        const refusal = plugin.check?.({ dialect: input.dialect, body: input.body }, request)
+        const refusal = plugin.check?.({ dialect: input.dialect, body: input.body }, request, model)
         if (refusal !== undefined) return yield* upstreamFailed(refusal)
         // A flat-priced plugin says how to count (or not count) its input: tokenizing a multi-MB image is wasted work.
         let inputTokens = plugin.countInput?.({ dialect: input.dialect, body: input.body })

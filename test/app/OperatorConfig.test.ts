@@ -220,7 +220,7 @@ upstreams:
 models: []
 `)
       assert.deepStrictEqual(issues, [
-        "upstreams.p.protocol: expected one of openai, anthropic, gemini, openai-videos, ark",
+        "upstreams.p.protocol: expected one of openai, anthropic, gemini, openai-responses, openai-videos, ark",
         "upstreams.o.baseUrl: expected a URL ending in /v1 for the openai protocol",
         "upstreams.n.baseUrl: expected the host root for the anthropic protocol (endpoint paths already start with /v1)",
         "upstreams.g.baseUrl: expected the host root for the gemini protocol (endpoint paths already start with /v1)",

@@ -97,7 +97,7 @@ surprise: true
       [
         "upstreams.sim.baseUrl: expected a URL ending in /v1 for the openai protocol",
         "upstreams.sim.timeoutMs: expected a positive integer",
-        "upstreams.other.protocol: expected one of openai, anthropic, gemini, openai-videos, ark",
+        "upstreams.other.protocol: expected one of openai, anthropic, gemini, openai-responses, openai-videos, ark",
         "upstreams.other.apiKey: environment variable TOLLGATE_START_TEST_MISSING is not set",
         "models[0].upstreams[1]: no such upstream (defined: sim, other)",
         "models[0].pricing.perCall: does not apply to the text plugin (allowed: input, output)",

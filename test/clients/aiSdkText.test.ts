@@ -1,7 +1,7 @@
 /**
  * The Vercel AI SDK (`ai` 6) as people use it, against the real gateway on its built-in simulator: every default text
- * model through each client protocol the SDK speaks (OpenAI chat-completions via `openai.chat`, Anthropic messages,
- * Gemini generateContent). Text, streamed text, a tool round trip (call → result → answer, plain and streamed) and
+ * model through each client protocol the SDK speaks (OpenAI Responses via the default `openai(model)`, chat-completions
+ * via `openai.chat`, Anthropic messages, Gemini generateContent). Text, streamed text, a tool round trip (call → result → answer, plain and streamed) and
  * structured output; every request charged exactly the usage the SDK reported.
  */
 import { createAnthropic } from "@ai-sdk/anthropic"
@@ -37,6 +37,9 @@ afterAll(() => closeClientGateway(h))
 
 /** Each client protocol: the SDK provider for it, pointed at the gateway the way its docs say to. */
 const PROTOCOLS: Record<string, (key: string, model: string) => LanguageModel> = {
+  // The provider's default since AI SDK 5: OpenAI's Responses API.
+  "openai responses": (key, model) =>
+    createOpenAI({ apiKey: key, baseURL: `${h.gateway.url}/v1`, fetch: h.fetch })(model),
   "openai chat-completions": (key, model) =>
     createOpenAI({ apiKey: key, baseURL: `${h.gateway.url}/v1`, fetch: h.fetch }).chat(model),
   "anthropic messages": (key, model) =>
@@ -162,5 +165,31 @@ describe.each(CASES)("AI SDK %s → %s", (protocol, modelId) => {
     assert.isNumber(result.object.temperature)
     assert.isBoolean(result.object.sunny)
     await assertChargedAsSeen(h, customer, [billedFrom(modelId, tokensOf(result.usage))])
+  })
+})
+
+describe.each(TEXT_MODELS)("AI SDK openai(model) → %s: a conversation kept by the gateway", (modelId) => {
+  it("continues with previousResponseId, the earlier turns rebuilt from storage, each turn charged as reported", async () => {
+    const customer = await h.admin.customer()
+    const model = createOpenAI({ apiKey: customer.key, baseURL: `${h.gateway.url}/v1`, fetch: h.fetch })(modelId)
+    const first = await generateText({ model, prompt: "My name is Ada. Remember it.", maxRetries: 0 })
+    const responseId = (first.providerMetadata?.openai as { responseId?: string } | undefined)?.responseId
+    assert.match(responseId ?? "", /^resp_/)
+    const second = await generateText({
+      model,
+      prompt: "What is my name?",
+      providerOptions: { openai: { previousResponseId: responseId } },
+      maxRetries: 0
+    })
+    assert.match(second.text, /^Echo: What is my name\?/)
+    assert.isAbove(
+      second.usage.inputTokens ?? 0,
+      first.usage.inputTokens ?? 0,
+      "the model was given the first turn as well"
+    )
+    await assertChargedAsSeen(h, customer, [
+      billedFrom(modelId, tokensOf(first.usage)),
+      billedFrom(modelId, tokensOf(second.usage))
+    ])
   })
 })

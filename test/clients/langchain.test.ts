@@ -84,8 +84,9 @@ describe.each(CASES)("LangChain %s → %s", (protocol, modelId) => {
     assert.strictEqual(whole?.text, reply.text)
     const streamed = tokensOf(whole)
     const plain = tokensOf(reply)
-    if (protocol.startsWith("ChatAnthropic") && modelId === "sim-openai") {
-      // ChatAnthropic reads input tokens from message_start only. An OpenAI upstream reports usage at the stream's
+    if (protocol.startsWith("ChatAnthropic") && (modelId === "sim-openai" || modelId === "sim-responses")) {
+      // ChatAnthropic reads input tokens from message_start only. An OpenAI upstream (chat completions or Responses)
+      // reports usage at the stream's
       // end, so message_start carries the gateway's own count of the conversation (what count_tokens answers, never
       // 0); the final message_delta and the charge carry the upstream's count.
       const counted = await fetch(`${h.gateway.url}/v1/messages/count_tokens`, {

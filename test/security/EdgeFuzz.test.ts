@@ -324,6 +324,65 @@ const fuzzTable: Record<string, RouteFuzz> = {
       ]
     }
   },
+  "POST /v1/responses": {
+    envelope: "openai",
+    as: "key",
+    url: () => "/v1/responses",
+    json: {
+      base: () => ({ model: "sim-anthropic", input: "hi" }),
+      fields: [
+        { path: ["model"], bad: fc.oneof(nul, highHalf, lowHalf, overLong(300), notAString) },
+        { path: ["input"], bad: fc.oneof(nul, highHalf, lowHalf, fc.integer(), fc.constant({}), fc.constant([])) },
+        { path: ["instructions"], bad: fc.oneof(nul, highHalf, lowHalf, fc.integer()) },
+        { path: ["stream"], bad: badFlag },
+        { path: ["store"], bad: badFlag },
+        { path: ["background"], bad: badFlag },
+        { path: ["max_output_tokens"], bad: badCount },
+        { path: ["previous_response_id"], bad: fc.oneof(nul, lowHalf, fc.integer(), fc.constant("resp_missing")) },
+        { path: ["metadata"], bad: fc.oneof(fc.integer(), fc.constant({ k: 1 }), fc.constant([])) },
+        { path: ["input", 0], bad: fc.constant({ type: "function_call_output", call_id: "c", output: "x" }) },
+        { path: ["tools", 0], bad: fc.constant({ type: "function", name: "f", strict: "yes" }) }
+      ]
+    }
+  },
+  "POST /v1/responses/input_tokens": {
+    envelope: "openai",
+    as: "key",
+    url: () => "/v1/responses/input_tokens",
+    json: {
+      base: () => ({ model: "sim-anthropic", input: "hi" }),
+      fields: [
+        { path: ["input"], bad: fc.oneof(nul, highHalf, fc.integer(), fc.constant({})) },
+        { path: ["previous_response_id"], bad: fc.oneof(fc.integer(), fc.constant("resp_missing")) }
+      ]
+    }
+  },
+  "GET /v1/responses/:id": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/responses/${p.id}`,
+    params: () => ({ id: "resp_x" }),
+    query: ["include", "stream"]
+  },
+  "DELETE /v1/responses/:id": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/responses/${p.id}`,
+    params: () => ({ id: "resp_x" })
+  },
+  "POST /v1/responses/:id/cancel": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/responses/${p.id}/cancel`,
+    params: () => ({ id: "resp_x" })
+  },
+  "GET /v1/responses/:id/input_items": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/responses/${p.id}/input_items`,
+    params: () => ({ id: "resp_x" }),
+    query: ["limit", "order", "after", "before"]
+  },
   "POST /v1/messages": {
     envelope: "anthropic",
     as: "key",

@@ -28,11 +28,13 @@ upstreams:
   sim-openai: { protocol: openai, baseUrl: "${sim}/v1", apiKey: "${DEFAULT_API_KEY}", timeoutMs: 5000, idleTimeoutMs: 2000 }
   sim-anthropic: { protocol: anthropic, baseUrl: "${sim}", apiKey: "${DEFAULT_API_KEY}", timeoutMs: 5000 }
   sim-gemini: { protocol: gemini, baseUrl: "${sim}", apiKey: "${DEFAULT_API_KEY}", timeoutMs: 5000 }
+  sim-responses: { protocol: openai-responses, baseUrl: "${sim}/v1", apiKey: "${DEFAULT_API_KEY}", timeoutMs: 5000 }
   locked: { protocol: openai, baseUrl: "${locked}/v1", apiKey: "${DEFAULT_API_KEY}", timeoutMs: 5000 }
 models:
   - { id: sim-openai, plugin: text, upstreams: [sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-anthropic, plugin: text, upstreams: [sim-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" } }
+  - { id: sim-responses, plugin: text, upstreams: [sim-responses], upstreamModel: sim-responses, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-locked, plugin: text, upstreams: [locked], upstreamModel: sim-locked, pricing: { input: "0.15", output: "0.60" } }
 `
 
@@ -93,6 +95,17 @@ describe("secrets", () => {
       assert.strictEqual((await call("POST", "/v1/chat/completions", auth, { model, messages: hello })).status, 200)
       const streamed = await call("POST", "/v1/chat/completions", auth, { model, messages: hello, stream: true })
       assert.strictEqual(streamed.status, 200)
+    }
+    // The Responses API stores conversations: what it keeps must hold no key either.
+    for (const model of ["sim-responses", "sim-anthropic"]) {
+      const first = await call("POST", "/v1/responses", auth, {
+        model,
+        input: "Hello",
+        include: ["reasoning.encrypted_content"]
+      })
+      assert.strictEqual(first.status, 200)
+      const next = { model, input: "Again", previous_response_id: first.json.id, stream: true }
+      assert.strictEqual((await call("POST", "/v1/responses", auth, next)).status, 200)
     }
     const messages = await call(
       "POST",

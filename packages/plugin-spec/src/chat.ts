@@ -45,7 +45,9 @@ export interface ChatPlugin extends PluginIdentity<"chat"> {
    * Optional and pure: why this model cannot take the request at all (tools sent to an image model), checked before
    * anything is held. Undefined = it can.
    */
-  readonly check?: ((client: ChatCall["client"], request: ChatRequest) => PluginFailure | undefined) | undefined
+  readonly check?:
+    | ((client: ChatCall["client"], request: ChatRequest, model: PluginModel) => PluginFailure | undefined)
+    | undefined
   /**
    * Optional: input tokens for the hold, counted from the client's body; without it the gateway runs its tokenizer. A
    * family whose price does not depend on input answers 0 instead of tokenizing megabytes of base64.

@@ -199,7 +199,6 @@ export class ResponsesGateway extends Context.Service<
           incomplete_details: null,
           model,
           output: [],
-          usage: null,
           ...echoedSettings(body)
         }
         yield* store.save(record(queued), turn)

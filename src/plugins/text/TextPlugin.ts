@@ -304,6 +304,17 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
       return yield* Effect.fail(last)
     })
 
+  /** What only the client's own protocol can say is refused before anything is held when no upstream speaks it. */
+  const check: ChatPlugin["check"] = (client, request, model) => {
+    const unconvertible = request.nativeOnly?.[0]
+    if (unconvertible === undefined) return undefined
+    const native = (upstream: UpstreamConfig) =>
+      isTextProtocol(upstream.protocol) && dialectOf(upstream.protocol) === client.dialect
+    return model.upstreams.some(native)
+      ? undefined
+      : pluginFailure("invalid_request", `${unconvertible.param}: ${unconvertible.message}`)
+  }
+
   return {
     specificationVersion: "v1",
     id: "text",
@@ -311,6 +322,7 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
     kind: "chat",
     pricingKeys: TEXT_PRICE_KEYS,
     pricing: textPricing,
-    invoke
+    invoke,
+    check
   }
 }

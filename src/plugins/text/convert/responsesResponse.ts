@@ -64,10 +64,21 @@ export const responsesResponseToIR = (body: unknown): Converted<ChatResponse> =>
   })
 }
 
+/** A function tool as a Response repeats it: `description`, `parameters` and `strict` always present (null when not sent). */
+const echoedTool = (tool: unknown): unknown =>
+  isRecord(tool) && tool.type === "function"
+    ? {
+        ...tool,
+        description: tool.description ?? null,
+        parameters: tool.parameters ?? null,
+        strict: tool.strict ?? null
+      }
+    : tool
+
 /** The request's settings as a Response object repeats them (OpenAI's defaults where the client set none). */
 export const echoedSettings = (body: JsonRecord): JsonRecord => ({
   instructions: body.instructions ?? null,
-  tools: Array.isArray(body.tools) ? body.tools : [],
+  tools: asArray(body.tools).map(echoedTool),
   tool_choice: body.tool_choice ?? "auto",
   parallel_tool_calls: typeof body.parallel_tool_calls === "boolean" ? body.parallel_tool_calls : true,
   temperature: typeof body.temperature === "number" ? body.temperature : 1,

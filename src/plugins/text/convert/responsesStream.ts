@@ -149,7 +149,6 @@ export const makeResponsesStreamEncoder = (options: ResponsesStreamEncoderOption
     model: identity.model,
     output: [],
     ...echoedSettings(body),
-    usage: null,
     ...extra
   })
   const forClient = (full: JsonRecord): JsonRecord => ({

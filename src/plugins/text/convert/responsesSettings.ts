@@ -1,0 +1,87 @@
+/** A Responses API request's tools, tool choice and text format in the chat IR (see responsesRequestToIR.ts). */
+import { Result } from "effect"
+import type { Converted, ResponseFormat, ToolChoice, ToolDefinition } from "./ChatIR.ts"
+import { convertError, optionalFlag } from "./ChatIR.ts"
+import { asArray, asRecord, asString, compact, isRecord, label } from "./json.ts"
+
+export type Problem = { readonly param: string; readonly message: string }
+
+export const NATIVE = "is only served by a model on an openai-responses upstream"
+
+export const toolsOf = (raw: unknown, nativeOnly: Array<Problem>): Converted<ReadonlyArray<ToolDefinition>> => {
+  const tools: Array<ToolDefinition> = []
+  const list = asArray(raw)
+  for (let i = 0; i < list.length; i++) {
+    const tool = asRecord(list[i])
+    if (tool.type !== "function") {
+      nativeOnly.push({ param: `tools.${i}.type`, message: `the built-in tool '${label(tool.type)}' ${NATIVE}` })
+      continue
+    }
+    const name = asString(tool.name)
+    if (name === undefined) return convertError(`tools.${i}.name`, "name must be a string")
+    const strict = optionalFlag(tool.strict, `tools.${i}.strict`)
+    if (Result.isFailure(strict)) return Result.fail(strict.failure)
+    tools.push(
+      compact({
+        name,
+        description: asString(tool.description),
+        parameters: isRecord(tool.parameters) ? tool.parameters : { type: "object", properties: {} },
+        strict: strict.success
+      })
+    )
+  }
+  return Result.succeed(tools)
+}
+
+export const toolChoiceOf = (
+  raw: unknown,
+  tools: ReadonlyArray<ToolDefinition>,
+  nativeOnly: Array<Problem>
+): { readonly toolChoice?: ToolChoice; readonly tools: ReadonlyArray<ToolDefinition> } => {
+  if (raw === undefined || raw === null) return { tools }
+  if (raw === "auto") return { toolChoice: { type: "auto" }, tools }
+  if (raw === "required") return { toolChoice: { type: "any" }, tools }
+  if (raw === "none") return { toolChoice: { type: "none" }, tools }
+  const choice = asRecord(raw)
+  if (choice.type === "function" && typeof choice.name === "string")
+    return { toolChoice: { type: "tool", name: choice.name }, tools }
+  if (choice.type === "allowed_tools") {
+    const names = new Set(
+      asArray(choice.tools).flatMap((t) => (typeof asRecord(t).name === "string" ? [asRecord(t).name as string] : []))
+    )
+    return {
+      toolChoice: { type: choice.mode === "required" ? "any" : "auto" },
+      tools: tools.filter((t) => names.has(t.name))
+    }
+  }
+  nativeOnly.push({ param: "tool_choice", message: `tool_choice '${label(choice.type)}' ${NATIVE}` })
+  return { tools }
+}
+
+export const formatOf = (raw: unknown): Converted<ResponseFormat | undefined> => {
+  const format = asRecord(asRecord(raw).format)
+  switch (format.type) {
+    case undefined:
+      return Result.succeed(undefined)
+    case "text":
+      return Result.succeed({ type: "text" })
+    case "json_object":
+      return Result.succeed({ type: "json_object" })
+    case "json_schema": {
+      if (!isRecord(format.schema)) return convertError("text.format.schema", "schema must be a JSON schema object")
+      const strict = optionalFlag(format.strict, "text.format.strict")
+      if (Result.isFailure(strict)) return Result.fail(strict.failure)
+      return Result.succeed(
+        compact({
+          type: "json_schema" as const,
+          name: asString(format.name),
+          description: asString(format.description),
+          schema: format.schema,
+          strict: strict.success
+        })
+      )
+    }
+    default:
+      return convertError("text.format.type", `unsupported text format '${label(format.type)}'`)
+  }
+}
