@@ -240,12 +240,14 @@ export class ChatGateway extends Context.Service<
           progressOf(transducer, inputTokens, (usage) => plugin.pricing.price(usage, model), tokens.count)
         )
         const passthrough = reply.dialect === input.dialect
-        /** The whole response as the upstream's own terminal event gave it (same dialect); else the transducer's. */
+        /** The whole response as the upstream's own terminal event gave it (same dialect). */
         let nativeFinal: Readonly<Record<string, unknown>> | undefined
         let kept = false
         const keepFinal = (text: string): Effect.Effect<string> => {
           if (input.keep === undefined || kept) return Effect.succeed(text)
-          const final = passthrough ? nativeFinal : transducer.snapshot().final
+          // The upstream's own terminal object when it sent one; else the transducer's (also what an upstream cut
+          // short leaves: a failed response with what was delivered).
+          const final = (passthrough ? nativeFinal : undefined) ?? transducer.snapshot().final
           if (final === undefined) return Effect.succeed(text)
           kept = true
           return Effect.as(input.keep(final), text)

@@ -121,7 +121,40 @@ describe("POST /v1/responses on every default text model", () => {
       assert.strictEqual(message.content[0].text, text, "the deltas add up to the final text")
       const stored = await call(customer, "GET", `/v1/responses/${final.id}`)
       assert.deepStrictEqual(stored.json(), final)
-      await assertBilled(h.admin, customer, [usage(streamed.requestId, model, final.usage)])
+
+      // A function call and reasoning, streamed: every event still OpenAI's, the arguments adding up.
+      const withTool = await call(customer, "POST", "/v1/responses", {
+        model,
+        input: "What is the weather in Paris? Use the get_weather tool.",
+        tools: [
+          {
+            type: "function",
+            name: "get_weather",
+            parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+            strict: false
+          }
+        ],
+        reasoning: { effort: "low", summary: "auto" },
+        include: ["reasoning.encrypted_content"],
+        stream: true
+      })
+      const toolEvents = events(withTool.text)
+      toolEvents.forEach((e, index) => {
+        assertOpenAiSchema("ResponseStreamEvent", e.data)
+        assert.strictEqual(e.data.sequence_number, index)
+      })
+      const toolFinal = toolEvents.at(-1)?.data.response as Json
+      const fc = toolFinal.output.find((item: Json) => item.type === "function_call")
+      const argumentDeltas = toolEvents
+        .filter((e) => e.data.type === "response.function_call_arguments.delta")
+        .map((e) => e.data.delta)
+        .join("")
+      assert.strictEqual(argumentDeltas, fc.arguments)
+      assert.deepStrictEqual(JSON.parse(fc.arguments), { city: "Paris" })
+      await assertBilled(h.admin, customer, [
+        usage(streamed.requestId, model, final.usage),
+        usage(withTool.requestId, model, toolFinal.usage)
+      ])
     })
   }
 })

@@ -15,11 +15,13 @@ let gateway: TestGateway
 let admin: Admin
 let dripping: RunningSimulator
 let thinking: RunningSimulator
+let breaking: RunningSimulator
 let dir: string
 
 beforeAll(async () => {
   dripping = await startSimulator({ faults: { chunkDelayMs: 40, replyTokens: 400 } })
   thinking = await startSimulator({ faults: { latencyMs: 5_000 } })
+  breaking = await startSimulator({ faults: { cutAfter: 8, replyTokens: 400 } })
   dir = mkdtempSync(join(tmpdir(), "tollgate-responses-"))
   const configPath = join(dir, "tollgate.yaml")
   writeFileSync(
@@ -28,8 +30,12 @@ beforeAll(async () => {
 upstreams:
   dripping: { protocol: openai-responses, baseUrl: "${dripping.baseUrl}/v1", apiKey: "sk-sim-test-key" }
   thinking: { protocol: anthropic, baseUrl: "${thinking.baseUrl}", apiKey: "sk-sim-test-key" }
+  breaking: { protocol: anthropic, baseUrl: "${breaking.baseUrl}", apiKey: "sk-sim-test-key" }
+  breaking-responses: { protocol: openai-responses, baseUrl: "${breaking.baseUrl}/v1", apiKey: "sk-sim-test-key" }
 models:
   - { id: dripping, plugin: text, upstreams: [dripping], upstreamModel: sim-responses, pricing: { input: "0.15", output: "0.60" } }
+  - { id: breaking, plugin: text, upstreams: [breaking], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60" } }
+  - { id: breaking-responses, plugin: text, upstreams: [breaking-responses], upstreamModel: sim-responses, pricing: { input: "0.15", output: "0.60" } }
   - { id: thinking, plugin: text, upstreams: [thinking], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60" } }
 `
   )
@@ -41,6 +47,7 @@ afterAll(async () => {
   await closeAfterReplay({ admin, close: () => gateway.close() })
   await dripping.close()
   await thinking.close()
+  await breaking.close()
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -82,6 +89,29 @@ describe("slow upstreams", () => {
     })
     assert.strictEqual(stored.status, 404, "an unfinished response is not stored")
   })
+
+  for (const model of ["breaking", "breaking-responses"]) {
+    it(`${model}: a stream the upstream cuts ends with response.failed, is billed for what was delivered, stored as failed`, async () => {
+      const customer = await admin.customer()
+      const response = await post(customer.key, { model, input: "Tell me a long story", stream: true })
+      const text = await response.text()
+      const events = text
+        .split("\n\n")
+        .flatMap((frame) => frame.split("\n").filter((line) => line.startsWith("data: ")))
+        .map((line) => JSON.parse(line.slice(6)) as { type: string; response?: { id: string; status: string } })
+      const last = events.at(-1)
+      assert.strictEqual(last?.type, "response.failed")
+      assert.strictEqual(last?.response?.status, "failed")
+      const entries = await settledLedger(admin, customer.accountId)
+      const usage = entries.find((e) => e.type === "UsageRecalculated")
+      assert.isDefined(usage, `billed for what was delivered: ${JSON.stringify(entries.map((e) => e.type))}`)
+      const stored = await fetch(`${gateway.url}/v1/responses/${last?.response?.id}`, {
+        headers: { authorization: `Bearer ${customer.key}` }
+      })
+      assert.strictEqual(stored.status, 200)
+      assert.strictEqual(((await stored.json()) as { status: string }).status, "failed")
+    })
+  }
 
   it("a background response cancelled before its upstream answers releases its whole hold", async () => {
     const customer = await admin.customer()
