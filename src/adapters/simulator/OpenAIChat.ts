@@ -54,11 +54,8 @@ export const checkOpenAIAuth = (request: SimRequest, context: SimContext): SimRe
   )
 }
 
-export const chatCompletions = (
-  request: SimRequest,
-  context: SimContext,
-  replyTokens: number
-): SimReply | AsyncReply => {
+/** What OpenAI answers before reading a JSON endpoint's fields: 401 without the key, 400 for a body that is not JSON. */
+export const refuseOpenAIRequest = (request: SimRequest, context: SimContext): SimReply | undefined => {
   const unauthorized = checkOpenAIAuth(request, context)
   if (unauthorized !== undefined) return unauthorized
   if (request.bodyInvalid || !isRecord(request.body)) {
@@ -66,6 +63,16 @@ export const chatCompletions = (
       "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
     )
   }
+  return undefined
+}
+
+export const chatCompletions = (
+  request: SimRequest,
+  context: SimContext,
+  replyTokens: number
+): SimReply | AsyncReply => {
+  const refused = refuseOpenAIRequest(request, context)
+  if (refused !== undefined) return refused
   const body = request.body
   const model = stringField(body, "model")
   if (model === undefined) return invalid("you must provide a model parameter", null, null)

@@ -6,8 +6,8 @@
 import { type OpenAIChatInput, tallyOpenAIChat } from "../tokenizer/ChatTally.ts"
 import type { AsyncReply } from "./audio/AudioReply.ts"
 import { arrayField, contentText, field, isRecord, type JsonRecord, stringField } from "./Json.ts"
-import { checkOpenAIAuth } from "./OpenAIChat.ts"
-import { invalid, modelNotFound } from "./OpenAIReplies.ts"
+import { refuseOpenAIRequest } from "./OpenAIChat.ts"
+import { modelNotFound } from "./OpenAIReplies.ts"
 import {
   itemType,
   maxOutputTokens,
@@ -181,14 +181,9 @@ export const createResponse = (
   context: SimContext,
   replyTokens: number
 ): SimReply | AsyncReply => {
-  const unauthorized = checkOpenAIAuth(request, context)
-  if (unauthorized !== undefined) return unauthorized
-  if (request.bodyInvalid || !isRecord(request.body)) {
-    return invalid(
-      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
-    )
-  }
-  const parsed = readResponsesRequest(request.body, context.thinkingSecret)
+  const refused = refuseOpenAIRequest(request, context)
+  if (refused !== undefined) return refused
+  const parsed = readResponsesRequest(request.body as Readonly<Record<string, unknown>>, context.thinkingSecret)
   if ("_tag" in parsed) return parsed
   const { body, model, items } = parsed
   if (context.models !== undefined && !context.models.includes(model)) return modelNotFound(model)

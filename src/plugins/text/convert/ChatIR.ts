@@ -13,8 +13,9 @@
  *   vendor's signatures (see `thinkingSignature.ts` for how clients carry them in between).
  * - Enums are open: unknown stop reasons, efforts, etc. are carried as strings.
  */
-import type { Message, Usage } from "@tollgate/plugin-spec/chat"
+import type { Message, ToolDefinition, Usage } from "@tollgate/plugin-spec/chat"
 import { Result, Schema } from "effect"
+import { asString, compact, isRecord } from "./json.ts"
 
 // The IR's types are the plugin spec's (a chat plugin receives them): one definition, versioned with the spec.
 export type {
@@ -92,4 +93,32 @@ export const checkToolPairing = (
     }
   }
   return Result.succeed(undefined)
+}
+
+/**
+ * A function tool's definition as every dialect spells its fields (OpenAI's `function`, Anthropic's tool, a Responses
+ * function tool): the name required, `strict` a boolean when given, parameters an object schema (an empty one when
+ * absent). `at` is the tool's path.
+ */
+export const toolDefinition = (
+  fields: {
+    readonly name?: unknown
+    readonly description?: unknown
+    readonly parameters?: unknown
+    readonly strict?: unknown
+  },
+  at: string
+): Converted<ToolDefinition> => {
+  const name = asString(fields.name)
+  if (name === undefined) return convertError(`${at}.name`, "name must be a string")
+  const strict = optionalFlag(fields.strict, `${at}.strict`)
+  if (Result.isFailure(strict)) return Result.fail(strict.failure)
+  return Result.succeed(
+    compact({
+      name,
+      description: asString(fields.description),
+      parameters: isRecord(fields.parameters) ? fields.parameters : { type: "object", properties: {} },
+      strict: strict.success
+    })
+  )
 }

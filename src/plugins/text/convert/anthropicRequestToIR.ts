@@ -16,7 +16,7 @@ import type {
   ToolResultPart,
   UserPart
 } from "./ChatIR.ts"
-import { checkToolPairing, convertError, optionalFlag } from "./ChatIR.ts"
+import { checkToolPairing, convertError, optionalFlag, toolDefinition } from "./ChatIR.ts"
 import { asArray, asCount, asNumber, asRecord, asString, compact, isRecord, type JsonRecord, label } from "./json.ts"
 import { readSignature, unpackToolId } from "./thinkingSignature.ts"
 import { restoreToolId } from "./toolId.ts"
@@ -178,18 +178,9 @@ const toolsOf = (raw: unknown): Converted<ReadonlyArray<ToolDefinition>> => {
     const tool = asRecord(list[i])
     // Server tools (web_search_…, bash_…) carry a versioned `type`; only the vendor can run them.
     if (tool.type !== undefined && tool.type !== "custom") continue
-    const name = asString(tool.name)
-    if (name === undefined) return convertError(`tools.${i}.name`, "tool name must be a string")
-    const strict = optionalFlag(tool.strict, `tools.${i}.strict`)
-    if (Result.isFailure(strict)) return Result.fail(strict.failure)
-    tools.push(
-      compact({
-        name,
-        description: asString(tool.description),
-        parameters: isRecord(tool.input_schema) ? tool.input_schema : { type: "object", properties: {} },
-        strict: strict.success
-      })
-    )
+    const definition = toolDefinition({ ...tool, parameters: tool.input_schema }, `tools.${i}`)
+    if (Result.isFailure(definition)) return Result.fail(definition.failure)
+    tools.push(definition.success)
   }
   return Result.succeed(tools)
 }

@@ -13,7 +13,7 @@ import type {
   ToolResultPart,
   UserPart
 } from "./ChatIR.ts"
-import { checkToolPairing, convertError, optionalFlag } from "./ChatIR.ts"
+import { checkToolPairing, convertError, optionalFlag, toolDefinition } from "./ChatIR.ts"
 import { imageSourceFromUrl } from "./dataUrl.ts"
 import { unpackToolId } from "./thinkingSignature.ts"
 import {
@@ -157,19 +157,9 @@ const toolsOf = (raw: unknown): Converted<ReadonlyArray<ToolDefinition>> => {
     if (tool.type === "custom")
       return convertError(`tools.${i}`, "custom tools are not supported by the selected upstream")
     if (tool.type !== "function") continue
-    const fn = asRecord(tool.function)
-    const name = asString(fn.name)
-    if (name === undefined) return convertError(`tools.${i}.function.name`, "function name must be a string")
-    const strict = optionalFlag(fn.strict, `tools.${i}.function.strict`)
-    if (Result.isFailure(strict)) return Result.fail(strict.failure)
-    tools.push(
-      compact({
-        name,
-        description: asString(fn.description),
-        parameters: isRecord(fn.parameters) ? fn.parameters : { type: "object", properties: {} },
-        strict: strict.success
-      })
-    )
+    const definition = toolDefinition(asRecord(tool.function), `tools.${i}.function`)
+    if (Result.isFailure(definition)) return Result.fail(definition.failure)
+    tools.push(definition.success)
   }
   return Result.succeed(tools)
 }

@@ -1,7 +1,7 @@
 /** A Responses API request's tools, tool choice and text format in the chat IR (see responsesRequestToIR.ts). */
 import { Result } from "effect"
 import type { Converted, ResponseFormat, ToolChoice, ToolDefinition } from "./ChatIR.ts"
-import { convertError, optionalFlag } from "./ChatIR.ts"
+import { convertError, optionalFlag, toolDefinition } from "./ChatIR.ts"
 import { asArray, asRecord, asString, compact, isRecord, label } from "./json.ts"
 
 export type Problem = { readonly param: string; readonly message: string }
@@ -17,18 +17,9 @@ export const toolsOf = (raw: unknown, nativeOnly: Array<Problem>): Converted<Rea
       nativeOnly.push({ param: `tools.${i}.type`, message: `the built-in tool '${label(tool.type)}' ${NATIVE}` })
       continue
     }
-    const name = asString(tool.name)
-    if (name === undefined) return convertError(`tools.${i}.name`, "name must be a string")
-    const strict = optionalFlag(tool.strict, `tools.${i}.strict`)
-    if (Result.isFailure(strict)) return Result.fail(strict.failure)
-    tools.push(
-      compact({
-        name,
-        description: asString(tool.description),
-        parameters: isRecord(tool.parameters) ? tool.parameters : { type: "object", properties: {} },
-        strict: strict.success
-      })
-    )
+    const definition = toolDefinition(tool, `tools.${i}`)
+    if (Result.isFailure(definition)) return Result.fail(definition.failure)
+    tools.push(definition.success)
   }
   return Result.succeed(tools)
 }
