@@ -145,9 +145,9 @@ export class ResponsesGateway extends Context.Service<
             message: "conversations are not offered by this gateway; chain responses with previous_response_id"
           })
         }
-        const store_ = body.store !== false
+        const stored = body.store !== false
         const background = body.background === true
-        if (background && !store_) {
+        if (background && !stored) {
           return yield* new InvalidChatRequest({
             param: "background",
             message: "a background response must be stored (store: true)"
@@ -179,7 +179,7 @@ export class ResponsesGateway extends Context.Service<
           response
         })
         const keep = (response: JsonObject): Effect.Effect<void> =>
-          store_
+          stored
             ? store
                 .save(record(response), turn)
                 .pipe(Effect.catch((error) => Effect.logError("a response could not be stored", error)))
