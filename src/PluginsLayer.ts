@@ -16,7 +16,8 @@ import { type ImageFetcher, ImageFetcherService } from "./plugins/chat-image/Ima
 import { makeDedicatedImagePlugin, DEDICATED_IMAGE_PRICE_KEYS } from "./plugins/dedicated-image/DedicatedImagePlugin.ts"
 import { makeEmbeddingsPlugin, EMBEDDINGS_PRICE_KEYS } from "./plugins/embeddings/EmbeddingsPlugin.ts"
 import type { ModelPlugin, PriceKeys } from "./plugins/ModelPlugin.ts"
-import { makeTextPlugin, TEXT_PRICE_KEYS } from "./plugins/text/TextPlugin.ts"
+import { makeTextPlugin } from "./plugins/text/TextPlugin.ts"
+import { TEXT_PRICE_KEYS } from "./plugins/text/TextPricing.ts"
 import { makeUpstreamHttp } from "./plugins/UpstreamHttp.ts"
 import { makeVideoPlugin, VIDEO_PRICE_KEYS } from "./plugins/video/VideoPlugin.ts"
 

@@ -118,6 +118,10 @@ export interface ChatRequest {
   readonly includeUsage?: boolean
   /** OpenAI `user`/`safety_identifier`, Anthropic `metadata.user_id`. */
   readonly user?: string
+  /** OpenAI's `prompt_cache_key` (chat completions and Responses): routes requests sharing a prefix to one cache. */
+  readonly promptCacheKey?: string
+  /** Gemini's `cachedContent`: the name of a cache created on Gemini; only Gemini can use it. */
+  readonly cachedContent?: string
   /**
    * What the client asked for that the IR cannot carry (a Responses client's built-in tools, file inputs, prompt
    * templates): only an upstream of the client's own protocol, sent the client's body, can serve it. A plugin that
@@ -143,6 +147,8 @@ export interface Usage {
   readonly outputTokens: number
   readonly cacheReadTokens: number
   readonly cacheWriteTokens: number
+  /** Of `cacheWriteTokens`, those written to Anthropic's 1-hour cache (priced apart); absent = none. */
+  readonly cacheWrite1hTokens?: number
   readonly reasoningTokens: number
 }
 

@@ -5,6 +5,7 @@
 import { splitByTokens } from "../tokenizer/Tokenizer.ts"
 import { tallyAnthropicMessages } from "../tokenizer/ChatTally.ts"
 import type { AsyncReply } from "./audio/AudioReply.ts"
+import { type CacheKnobs, type PromptCache, promptCache } from "./PromptCache.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
 import { arrayField, contentText, field, type JsonRecord, numberField, stringField } from "./Json.ts"
 import { conversationSeed, planReply, type ReplyPlan } from "./Reply.ts"
@@ -14,11 +15,23 @@ import { checkAnthropicAuth, fail, notFound, outputFormat, parse, toolMode, tool
 
 const TOKENS_PER_DELTA = 3
 
-const usageOf = (inputTokens: number, outputTokens: number) => ({
-  input_tokens: inputTokens,
-  cache_creation_input_tokens: 0,
-  cache_read_input_tokens: 0,
-  cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+/**
+ * The input counts every usage object carries, the final `message_delta`'s too: `input_tokens` leaves out the tokens
+ * read from or written to the cache.
+ */
+const tokenCounts = (promptTokens: number, cache: PromptCache) => ({
+  input_tokens: promptTokens - cache.read - cache.write,
+  cache_creation_input_tokens: cache.write,
+  cache_read_input_tokens: cache.read
+})
+
+/** A message's `usage` (the reply's and `message_start`'s), with the cache writes split by TTL. */
+const usageOf = (promptTokens: number, cache: PromptCache, outputTokens: number) => ({
+  ...tokenCounts(promptTokens, cache),
+  cache_creation: {
+    ephemeral_5m_input_tokens: cache.write - cache.write1h,
+    ephemeral_1h_input_tokens: cache.write1h
+  },
   output_tokens: outputTokens,
   service_tier: "standard"
 })
@@ -97,7 +110,12 @@ const fillerDelta = (block: JsonRecord | undefined, index: number, n: number): s
 }
 
 /** `POST /v1/messages`. */
-export const createMessage = (request: SimRequest, context: SimContext, replyTokens: number): SimReply | AsyncReply => {
+export const createMessage = (
+  request: SimRequest,
+  context: SimContext,
+  replyTokens: number,
+  cacheKnobs: CacheKnobs
+): SimReply | AsyncReply => {
   const suffix = context.nextId()
   const requestId = `req_sim${suffix}`
   const unauthorized = checkAnthropicAuth(request, context, requestId)
@@ -126,7 +144,8 @@ export const createMessage = (request: SimRequest, context: SimContext, replyTok
     seed: conversationSeed(messages),
     output: outputFormat(body)
   })
-  return withPromptTokens(tallyAnthropicMessages({ messages, system, tools }), (inputTokens) => {
+  return withPromptTokens(tallyAnthropicMessages({ messages, system, tools }), (promptTokens) => {
+    const cache = promptCache(cacheKnobs, promptTokens)
     const id = `msg_sim${suffix}`
     const content = contentOf(plan, context.thinkingSecret)
     const headers = { "request-id": requestId }
@@ -142,7 +161,7 @@ export const createMessage = (request: SimRequest, context: SimContext, replyTok
           content,
           stop_reason: stopReason(plan),
           stop_sequence: plan.stopSequence ?? null,
-          usage: usageOf(inputTokens, plan.outputTokens)
+          usage: usageOf(promptTokens, cache, plan.outputTokens)
         },
         headers
       )
@@ -159,7 +178,7 @@ export const createMessage = (request: SimRequest, context: SimContext, replyTok
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          usage: usageOf(inputTokens, 1)
+          usage: usageOf(promptTokens, cache, 1)
         }
       }),
       eventFrame("ping", { type: "ping" })
@@ -178,12 +197,7 @@ export const createMessage = (request: SimRequest, context: SimContext, replyTok
       eventFrame("message_delta", {
         type: "message_delta",
         delta: { stop_reason: stopReason(plan), stop_sequence: plan.stopSequence ?? null },
-        usage: {
-          input_tokens: inputTokens,
-          cache_creation_input_tokens: 0,
-          cache_read_input_tokens: 0,
-          output_tokens: plan.outputTokens
-        }
+        usage: { ...tokenCounts(promptTokens, cache), output_tokens: plan.outputTokens }
       }),
       eventFrame("message_stop", { type: "message_stop" })
     )

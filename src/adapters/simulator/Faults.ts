@@ -1,6 +1,7 @@
 /**
  * Fault knobs: how the simulator misbehaves on purpose so gateway tests can exercise retries, timeouts and cut streams.
- * An instance holds default knobs; a request can override them with the `x-sim-fault` header.
+ * An instance holds default knobs; a request can override them with the `x-sim-fault` header. The cache knobs set
+ * the prompt-cache usage text routes report, so tests can check cache billing.
  */
 
 export interface FaultKnobs {
@@ -24,6 +25,12 @@ export interface FaultKnobs {
   readonly malformed?: boolean | undefined
   /** Target length of a text reply in tokens, before `max_tokens` bounds it. */
   readonly replyTokens?: number | undefined
+  /** Of a text route's prompt tokens, how many the vendor reports as read from its cache (capped by the prompt). */
+  readonly cacheReadTokens?: number | undefined
+  /** How many prompt tokens the vendor reports as written to its cache (capped by what the reads leave). */
+  readonly cacheWriteTokens?: number | undefined
+  /** Of the cache writes, how many Anthropic reports with the 1-hour TTL (the rest have the 5-minute one). */
+  readonly cacheWrite1hTokens?: number | undefined
 }
 
 /** The header that overrides the instance knobs for one request: `x-sim-fault: status=429, retry-after=1`. */
@@ -39,7 +46,10 @@ const numberKeys: Record<string, keyof FaultKnobs> = {
   cut: "cutAfter",
   "error-after": "errorAfter",
   stall: "stallAfter",
-  tokens: "replyTokens"
+  tokens: "replyTokens",
+  "cache-read": "cacheReadTokens",
+  "cache-write": "cacheWriteTokens",
+  "cache-write-1h": "cacheWrite1hTokens"
 }
 
 const flagKeys: Record<string, keyof FaultKnobs> = { endless: "endless", malformed: "malformed" }

@@ -5,6 +5,7 @@
 import { splitByTokens } from "../tokenizer/Tokenizer.ts"
 import { tallyGeminiContents } from "../tokenizer/ChatTally.ts"
 import type { AsyncReply } from "./audio/AudioReply.ts"
+import { type CacheKnobs, type PromptCache, promptCache } from "./PromptCache.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
 import { geminiError } from "./ErrorEnvelopes.ts"
 import { arrayField, field, isRecord, type JsonRecord, numberField, stringField } from "./Json.ts"
@@ -100,14 +101,22 @@ const outputFormat = (config: unknown): OutputFormat => {
 
 const finishReason = (plan: ReplyPlan): string => (plan.finish === "length" ? "MAX_TOKENS" : "STOP")
 
-const usageOf = (promptTokens: number, plan: ReplyPlan) => {
+/**
+ * Gemini counts cached tokens inside `promptTokenCount` and names them (`cachedContentTokenCount`) only when there are
+ * some; it reports no cache writes.
+ */
+const cachedOf = (cache: PromptCache) => (cache.read > 0 ? { cachedContentTokenCount: cache.read } : {})
+
+const usageOf = (promptTokens: number, plan: ReplyPlan, cache: PromptCache) => {
   const candidates = plan.outputTokens - plan.thinkingTokens
   return {
     promptTokenCount: promptTokens,
     candidatesTokenCount: candidates,
     ...(plan.thinkingTokens > 0 ? { thoughtsTokenCount: plan.thinkingTokens } : {}),
     totalTokenCount: promptTokens + plan.outputTokens,
-    promptTokensDetails: [{ modality: "TEXT", tokenCount: promptTokens }]
+    ...cachedOf(cache),
+    promptTokensDetails: [{ modality: "TEXT", tokenCount: promptTokens }],
+    ...(cache.read > 0 ? { cacheTokensDetails: [{ modality: "TEXT", tokenCount: cache.read }] } : {})
   }
 }
 
@@ -117,7 +126,8 @@ export const geminiGenerate = (
   context: SimContext,
   model: string,
   method: string,
-  replyTokens: number
+  replyTokens: number,
+  cacheKnobs: CacheKnobs
 ): SimReply | AsyncReply => {
   const unauthorized = checkGeminiAuth(request, context)
   if (unauthorized !== undefined) return unauthorized
@@ -176,6 +186,7 @@ export const geminiGenerate = (
     output: outputFormat(config)
   })
   return withPromptTokens(tally, (promptTokens) => {
+    const cache = promptCache(cacheKnobs, promptTokens)
     const responseId = `sim${context.nextId()}`
     const callPart =
       plan.toolCall === undefined
@@ -195,8 +206,8 @@ export const geminiGenerate = (
         }
       ],
       usageMetadata: final
-        ? usageOf(promptTokens, plan)
-        : { promptTokenCount: promptTokens, totalTokenCount: promptTokens },
+        ? usageOf(promptTokens, plan, cache)
+        : { promptTokenCount: promptTokens, totalTokenCount: promptTokens, ...cachedOf(cache) },
       modelVersion: model,
       responseId
     })

@@ -5,6 +5,7 @@ import type { AsyncReply } from "./audio/AudioReply.ts"
 import { openAIError } from "./ErrorEnvelopes.ts"
 import { invalid, modelNotFound } from "./OpenAIReplies.ts"
 import { arrayField, contentText, field, isRecord, numberField, stringField } from "./Json.ts"
+import { type CacheKnobs, promptCache } from "./PromptCache.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
 import { conversationSeed, planReply } from "./Reply.ts"
 import {
@@ -69,7 +70,8 @@ export const refuseOpenAIRequest = (request: SimRequest, context: SimContext): S
 export const chatCompletions = (
   request: SimRequest,
   context: SimContext,
-  replyTokens: number
+  replyTokens: number,
+  cacheKnobs: CacheKnobs
 ): SimReply | AsyncReply => {
   const refused = refuseOpenAIRequest(request, context)
   if (refused !== undefined) return refused
@@ -131,6 +133,7 @@ export const chatCompletions = (
           }
     const finish = finishReason(plan, mode._tag === "Named")
     const headers = { "x-request-id": `req_sim${id.slice(11)}` }
+    const usage = usageOf(promptTokens, plan, promptCache(cacheKnobs, promptTokens))
 
     if (!stream) {
       return json(
@@ -155,7 +158,7 @@ export const chatCompletions = (
               finish_reason: finish
             }
           ],
-          usage: usageOf(promptTokens, plan),
+          usage,
           service_tier: "default",
           system_fingerprint: "fp_simulator"
         },
@@ -214,7 +217,7 @@ export const chatCompletions = (
           model,
           system_fingerprint: "fp_simulator",
           choices: [],
-          usage: usageOf(promptTokens, plan)
+          usage
         })
       )
     }

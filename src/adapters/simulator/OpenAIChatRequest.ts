@@ -1,6 +1,7 @@
 import { invalid } from "./OpenAIReplies.ts"
 import { strictSchemaProblem } from "./OpenAIStrictSchema.ts"
 import { arrayField, contentText, field, stringField } from "./Json.ts"
+import type { PromptCache } from "./PromptCache.ts"
 import type { OutputFormat, ReplyPlan, ToolMode, ToolSpec } from "./Reply.ts"
 import type { SimReply } from "./SimResponse.ts"
 
@@ -121,11 +122,12 @@ export const finishReason = (plan: ReplyPlan, forcedByName: boolean): string => 
   return plan.finish === "length" ? "length" : "stop"
 }
 
-export const usageOf = (promptTokens: number, plan: ReplyPlan) => ({
+/** `prompt_tokens` is every prompt token, cached ones included; OpenAI reports cache reads only, never writes. */
+export const usageOf = (promptTokens: number, plan: ReplyPlan, cache: PromptCache) => ({
   prompt_tokens: promptTokens,
   completion_tokens: plan.outputTokens,
   total_tokens: promptTokens + plan.outputTokens,
-  prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+  prompt_tokens_details: { cached_tokens: cache.read, audio_tokens: 0 },
   completion_tokens_details: {
     reasoning_tokens: plan.thinkingTokens,
     audio_tokens: 0,

@@ -22,6 +22,7 @@ import {
   toolSpecs
 } from "./OpenAIResponsesRequest.ts"
 import { streamReply } from "./OpenAIResponsesStream.ts"
+import { type CacheKnobs, type PromptCache, promptCache } from "./PromptCache.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
 import { conversationSeed, planReply, type ReplyPlan } from "./Reply.ts"
 import { json, type SimContext, type SimReply, type SimRequest } from "./SimResponse.ts"
@@ -81,9 +82,10 @@ const settingsOf = (body: JsonRecord) => {
   }
 }
 
-const usageOf = (inputTokens: number, plan: ReplyPlan) => ({
+/** `input_tokens` is every input token, cached ones included; the details say how many were read or written. */
+const usageOf = (inputTokens: number, plan: ReplyPlan, cache: PromptCache) => ({
   input_tokens: inputTokens,
-  input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+  input_tokens_details: { cached_tokens: cache.read, cache_write_tokens: cache.write },
   output_tokens: plan.outputTokens,
   output_tokens_details: { reasoning_tokens: plan.thinkingTokens },
   total_tokens: inputTokens + plan.outputTokens
@@ -179,7 +181,8 @@ const chatInput = (request: ResponsesRequest, secret: string): OpenAIChatInput =
 export const createResponse = (
   request: SimRequest,
   context: SimContext,
-  replyTokens: number
+  replyTokens: number,
+  cacheKnobs: CacheKnobs
 ): SimReply | AsyncReply => {
   const refused = refuseOpenAIRequest(request, context)
   if (refused !== undefined) return refused
@@ -220,7 +223,7 @@ export const createResponse = (
       model,
       output: done ? output : [],
       ...settings,
-      ...(done ? { usage: usageOf(inputTokens, plan) } : {}),
+      ...(done ? { usage: usageOf(inputTokens, plan, promptCache(cacheKnobs, inputTokens)) } : {}),
       metadata: body.metadata ?? {}
     })
     const final = incomplete ? "incomplete" : "completed"

@@ -7,6 +7,7 @@ import type { RawSimRequest } from "./images/EditInputs.ts"
 import { anthropicError, geminiError, openAIError } from "./ErrorEnvelopes.ts"
 import { chatCompletions, listOpenAIModels } from "./OpenAIChat.ts"
 import { createResponse } from "./OpenAIResponses.ts"
+import type { CacheKnobs } from "./PromptCache.ts"
 import { type Dialect, json, type JsonReply, type SimContext, type SimReply, type SimRequest } from "./SimResponse.ts"
 import type { FileReply } from "./video/VideoFiles.ts"
 
@@ -23,7 +24,13 @@ interface Route {
   readonly dialect: Dialect
   /** A forced error's body when the route's envelope differs from its dialect's (Ark video tasks). */
   readonly forcedBody?: ((status: number, requestId: string) => unknown) | undefined
-  readonly handle: (request: SimRequest, context: SimContext, replyTokens: number) => SimReply | FileReply | AudioReply
+  /** `replyTokens` and `cache` come from the request's fault knobs; only the text routes read them. */
+  readonly handle: (
+    request: SimRequest,
+    context: SimContext,
+    replyTokens: number,
+    cache: CacheKnobs
+  ) => SimReply | FileReply | AudioReply
 }
 
 export const route = (request: RawSimRequest): Route | undefined => {
@@ -53,7 +60,10 @@ export const route = (request: RawSimRequest): Route | undefined => {
     if (isGeminiImageModel(model) && (geminiMethod === "generateContent" || geminiMethod === "streamGenerateContent")) {
       return { dialect: "gemini", handle: (req, ctx) => geminiImage(req, ctx, model, geminiMethod) }
     }
-    return { dialect: "gemini", handle: (req, ctx, tokens) => geminiGenerate(req, ctx, model, geminiMethod, tokens) }
+    return {
+      dialect: "gemini",
+      handle: (req, ctx, tokens, cache) => geminiGenerate(req, ctx, model, geminiMethod, tokens, cache)
+    }
   }
   return undefined
 }

@@ -191,7 +191,7 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
           )
         } else writeSse(res, reply, faults)
       }
-      write(found.handle(request, context, faults.replyTokens ?? context.replyTokens))
+      write(found.handle(request, context, faults.replyTokens ?? context.replyTokens, faults))
     }
     if (faults.latencyMs !== undefined && faults.latencyMs > 0) later(faults.latencyMs, send)
     else send()

@@ -6,7 +6,7 @@
  */
 import { jsonBody } from "../../adapters/json/SlicedJson.ts"
 import { Effect, Result } from "effect"
-import type { UpstreamConfig, PriceKeys } from "../ModelPlugin.ts"
+import type { UpstreamConfig } from "../ModelPlugin.ts"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { AnthropicPaths, GeminiPaths, OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
@@ -20,7 +20,7 @@ import { asRecord, isRecord, parseJson } from "./convert/json.ts"
 import { irToOpenAIRequest } from "./convert/openai.ts"
 import { signatureOriginOf, unpackToolId } from "./convert/thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./convert/toolId.ts"
-import { outputCap, textPricing } from "./TextPricing.ts"
+import { outputCap, TEXT_PRICE_KEYS, textPricing } from "./TextPricing.ts"
 
 type TextProtocol = "openai" | "anthropic" | "gemini" | "openai-responses"
 
@@ -249,9 +249,6 @@ const buildCall = (call: ChatCall, protocol: TextProtocol): Converted<UpstreamCa
       })
   }
 }
-
-/** The prices this family bills by (the operator config may set no others). */
-export const TEXT_PRICE_KEYS: PriceKeys = { allowed: ["input", "output"], required: ["input", "output"] }
 
 export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin => {
   const attempt = (call: ChatCall, upstream: UpstreamConfig, protocol: TextProtocol) =>

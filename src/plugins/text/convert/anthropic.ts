@@ -68,15 +68,28 @@ const KNOWN_STOP_REASONS = new Set([
 export const stopReasonToAnthropic = (stop: StopReason): string =>
   KNOWN_STOP_REASONS.has(stop) ? stop : stop === "content_filter" ? "refusal" : "end_turn"
 
+/**
+ * Cache writes are `cache_creation_input_tokens`; `cache_creation` splits them by time to live (5 minutes, 1 hour),
+ * which are priced apart. Without the split every write counts as a 5-minute one.
+ */
 export const anthropicUsageToIR = (raw: unknown): Usage => {
   const usage = asRecord(raw)
+  const cacheWrite = asCount(usage.cache_creation_input_tokens)
+  const oneHour = Math.min(cacheWrite, asCount(asRecord(usage.cache_creation).ephemeral_1h_input_tokens))
   return {
     inputTokens: asCount(usage.input_tokens),
     outputTokens: asCount(usage.output_tokens),
     cacheReadTokens: asCount(usage.cache_read_input_tokens),
-    cacheWriteTokens: asCount(usage.cache_creation_input_tokens),
+    cacheWriteTokens: cacheWrite,
+    ...(oneHour > 0 ? { cacheWrite1hTokens: oneHour } : {}),
     reasoningTokens: asCount(asRecord(usage.output_tokens_details).thinking_tokens)
   }
+}
+
+/** Anthropic's `cache_creation` split of the cache writes. */
+export const cacheCreationOf = (usage: Usage): JsonRecord => {
+  const oneHour = usage.cacheWrite1hTokens ?? 0
+  return { ephemeral_5m_input_tokens: usage.cacheWriteTokens - oneHour, ephemeral_1h_input_tokens: oneHour }
 }
 
 export const irUsageToAnthropic = (usage: Usage): JsonRecord =>
@@ -84,6 +97,7 @@ export const irUsageToAnthropic = (usage: Usage): JsonRecord =>
     input_tokens: usage.inputTokens,
     cache_creation_input_tokens: usage.cacheWriteTokens,
     cache_read_input_tokens: usage.cacheReadTokens,
+    cache_creation: cacheCreationOf(usage),
     output_tokens: usage.outputTokens,
     output_tokens_details: usage.reasoningTokens > 0 ? { thinking_tokens: usage.reasoningTokens } : undefined
   })

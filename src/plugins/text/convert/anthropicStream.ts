@@ -12,7 +12,7 @@
  */
 import type { Usage } from "./ChatIR.ts"
 import { emptyUsage } from "./ChatIR.ts"
-import { anthropicUsageToIR, stopReasonToAnthropic } from "./anthropic.ts"
+import { anthropicUsageToIR, cacheCreationOf, stopReasonToAnthropic } from "./anthropic.ts"
 import {
   type ErrorKind,
   type Fallback,
@@ -45,6 +45,8 @@ export const anthropicErrorKind = (type: unknown): ErrorKind =>
 export const anthropicErrorType = (kind: ErrorKind): string =>
   kind === "api_error" ? "api_error" : kind === "billing" ? "billing_error" : `${kind}_error`
 
+const oneHourOf = (tokens: number | undefined) => (tokens === undefined ? {} : { cacheWrite1hTokens: tokens })
+
 /** `message_delta.usage` overwrites only the fields it carries. */
 const mergeUsage = (usage: Usage, raw: JsonRecord): Usage => {
   const next = anthropicUsageToIR(raw)
@@ -54,6 +56,8 @@ const mergeUsage = (usage: Usage, raw: JsonRecord): Usage => {
     outputTokens: has("output_tokens") ? next.outputTokens : usage.outputTokens,
     cacheReadTokens: has("cache_read_input_tokens") ? next.cacheReadTokens : usage.cacheReadTokens,
     cacheWriteTokens: has("cache_creation_input_tokens") ? next.cacheWriteTokens : usage.cacheWriteTokens,
+    // `message_delta` repeats the cache counts without their 1-hour split: the split message_start gave stands.
+    ...oneHourOf(isRecord(raw.cache_creation) ? next.cacheWrite1hTokens : usage.cacheWrite1hTokens),
     reasoningTokens: isRecord(raw.output_tokens_details) ? next.reasoningTokens : usage.reasoningTokens
   }
 }
@@ -194,6 +198,7 @@ const streamUsage = (usage: Usage): JsonRecord => ({
   input_tokens: usage.inputTokens,
   cache_creation_input_tokens: usage.cacheWriteTokens,
   cache_read_input_tokens: usage.cacheReadTokens,
+  cache_creation: cacheCreationOf(usage),
   output_tokens: usage.outputTokens
 })
 

@@ -218,7 +218,8 @@ export const irToGeminiRequest = (request: ChatRequest): Converted<JsonRecord> =
             ]
           : undefined,
       toolConfig: request.tools.length === 0 ? undefined : toolConfigOf(request),
-      generationConfig: Object.keys(generationConfig).length > 0 ? generationConfig : undefined
+      generationConfig: Object.keys(generationConfig).length > 0 ? generationConfig : undefined,
+      cachedContent: request.cachedContent
     })
   )
 }

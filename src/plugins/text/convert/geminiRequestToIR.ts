@@ -194,7 +194,8 @@ export const geminiRequestToIR = (body: unknown, context: GeminiRequestContext):
       topK: asNumber(field(config, "topK")),
       responseFormat,
       reasoning: reasoningFromGemini(field(config, "thinkingConfig")),
-      stream: context.stream
+      stream: context.stream,
+      cachedContent: asString(field(body, "cachedContent"))
     })
   )
 }

@@ -267,7 +267,8 @@ export const irToOpenAIRequest = (request: ChatRequest, options: OpenAIRequestOp
       reasoning_effort: effortOf(request),
       stream: request.stream ? true : undefined,
       stream_options: request.stream && includeUsage !== undefined ? { include_usage: includeUsage } : undefined,
-      user: request.user
+      user: request.user,
+      prompt_cache_key: request.promptCacheKey
     })
   )
 }

@@ -309,7 +309,8 @@ export const openAIRequestToIR = (body: unknown): Converted<ChatRequest> => {
       reasoning: effort === undefined ? undefined : { effort },
       stream: body.stream === true,
       includeUsage: typeof streamOptions.include_usage === "boolean" ? streamOptions.include_usage : undefined,
-      user: asString(body.safety_identifier) ?? asString(body.user)
+      user: asString(body.safety_identifier) ?? asString(body.user),
+      promptCacheKey: asString(body.prompt_cache_key)
     })
   )
 }

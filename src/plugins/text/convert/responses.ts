@@ -227,6 +227,7 @@ export const irToResponsesRequest = (request: ChatRequest): Converted<JsonRecord
       temperature: request.temperature,
       top_p: request.topP,
       safety_identifier: request.user,
+      prompt_cache_key: request.promptCacheKey,
       stream: request.stream,
       store: false,
       include: ["reasoning.encrypted_content"]

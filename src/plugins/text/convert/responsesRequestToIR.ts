@@ -283,6 +283,7 @@ export const responsesRequestToIR = (body: unknown): Converted<ChatRequest> => {
       reasoning: effort === undefined ? undefined : { effort },
       stream: body.stream === true,
       user: asString(body.safety_identifier) ?? asString(body.user),
+      promptCacheKey: asString(body.prompt_cache_key),
       nativeOnly: nativeOnly.length > 0 ? nativeOnly : undefined
     })
   )

@@ -239,7 +239,13 @@ describe("OpenAI upstream → Anthropic client", () => {
             content: [],
             stop_reason: null,
             stop_sequence: null,
-            usage: { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 }
+            usage: {
+              input_tokens: 0,
+              cache_creation_input_tokens: 0,
+              cache_read_input_tokens: 0,
+              cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+              output_tokens: 0
+            }
           }
         },
         { type: "content_block_start", index: 0, content_block: { type: "thinking", thinking: "", signature: "" } },
@@ -268,7 +274,13 @@ describe("OpenAI upstream → Anthropic client", () => {
         {
           type: "message_delta",
           delta: { stop_reason: "tool_use", stop_sequence: null },
-          usage: { input_tokens: 80, cache_creation_input_tokens: 0, cache_read_input_tokens: 10, output_tokens: 30 }
+          usage: {
+            input_tokens: 80,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 10,
+            cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+            output_tokens: 30
+          }
         },
         { type: "message_stop" }
       ]
@@ -473,6 +485,7 @@ describe("Anthropic upstream → Anthropic client", () => {
       input_tokens: 412,
       cache_creation_input_tokens: 0,
       cache_read_input_tokens: 100,
+      cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
       output_tokens: 95
     })
   })

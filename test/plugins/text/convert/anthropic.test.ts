@@ -419,6 +419,7 @@ describe("Anthropic responses", () => {
     assert.deepStrictEqual(body.usage, {
       input_tokens: 5,
       cache_creation_input_tokens: 0,
+      cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
       cache_read_input_tokens: 3,
       output_tokens: 7
     })
