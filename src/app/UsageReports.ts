@@ -24,6 +24,10 @@ export interface UsageLine {
   readonly requests: bigint
   readonly inputTokens: bigint
   readonly outputTokens: bigint
+  /** Of the input, read from a vendor's prompt cache (not counted in `inputTokens`). */
+  readonly cacheReadTokens: bigint
+  /** Of the input, written to a vendor's prompt cache (not counted in `inputTokens`). */
+  readonly cacheWriteTokens: bigint
   readonly images: bigint
   readonly videoSeconds: bigint
   readonly cost: bigint

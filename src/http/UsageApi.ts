@@ -65,6 +65,8 @@ const lineView = (line: UsageLine) => ({
   requests: Number(line.requests),
   inputTokens: Number(line.inputTokens),
   outputTokens: Number(line.outputTokens),
+  cacheReadTokens: Number(line.cacheReadTokens),
+  cacheWriteTokens: Number(line.cacheWriteTokens),
   images: Number(line.images),
   videoSeconds: Number(line.videoSeconds),
   cost: formatMicros(line.cost)

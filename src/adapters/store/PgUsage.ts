@@ -12,6 +12,8 @@ interface Row {
   readonly requests: string
   readonly input_tokens: string
   readonly output_tokens: string
+  readonly cache_read_tokens: string
+  readonly cache_write_tokens: string
   readonly images: string
   readonly video_seconds: string
   readonly cost: string
@@ -40,7 +42,9 @@ export const layer = Layer.effect(
         const rows = yield* sql<Row>`
           SELECT ${select("u.day", "day")}, ${select("u.model", "model")}, ${select("u.key_id", "key_id")},
             coalesce(sum(u.requests), 0)::text AS requests, coalesce(sum(u.input_tokens), 0)::text AS input_tokens,
-            coalesce(sum(u.output_tokens), 0)::text AS output_tokens, coalesce(sum(u.images), 0)::text AS images,
+            coalesce(sum(u.output_tokens), 0)::text AS output_tokens,
+            coalesce(sum(u.cache_read_tokens), 0)::text AS cache_read_tokens,
+            coalesce(sum(u.cache_write_tokens), 0)::text AS cache_write_tokens, coalesce(sum(u.images), 0)::text AS images,
             coalesce(sum(u.video_seconds), 0)::text AS video_seconds, coalesce(sum(u.cost), 0)::text AS cost
           FROM usage_daily u
           WHERE ${sql.and(filters)}
@@ -53,6 +57,8 @@ export const layer = Layer.effect(
             requests: BigInt(row.requests),
             inputTokens: BigInt(row.input_tokens),
             outputTokens: BigInt(row.output_tokens),
+            cacheReadTokens: BigInt(row.cache_read_tokens),
+            cacheWriteTokens: BigInt(row.cache_write_tokens),
             images: BigInt(row.images),
             videoSeconds: BigInt(row.video_seconds),
             cost: BigInt(row.cost)

@@ -260,7 +260,8 @@ export const videoTasksProjection: Projection = {
 
 export const usageProjection: Projection = {
   name: "usage_daily",
-  version: 1,
+  // 2: the prompt-cache columns (migration 0011), rebuilt from the events' usage.
+  version: 2,
   tables: [{ name: "usage_daily", key: ["account_id", "day", "key_id", "model"], columns: columnsOf(USAGE_COLUMNS) }],
   start: () => {
     let totals = new UsageTotals()

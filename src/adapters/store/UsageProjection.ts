@@ -1,5 +1,6 @@
 /**
- * The `usage_daily` read model: per (day, account, key, model) the number of settled calls, their tokens, images and
+ * The `usage_daily` read model: per (day, account, key, model) the number of settled calls, their tokens (input, output,
+ * and of the input what a vendor's prompt cache read and wrote), images and
  * video seconds, and what they cost (captured plus any overage charged). The ledger writer adds each batch's deltas
  * in its one statement; replay folds the same deltas from the events with the same function.
  */
@@ -19,9 +20,19 @@ export interface UsageRow {
   readonly requests: bigint
   readonly inputTokens: bigint
   readonly outputTokens: bigint
+  readonly cacheReadTokens: bigint
+  readonly cacheWriteTokens: bigint
   readonly images: bigint
   readonly videoSeconds: bigint
   readonly cost: bigint
+}
+
+/** The cache split of a text call's usage object (the chat IR's fields); 0 for any other family. */
+const cacheTokens = (usage: unknown): { readonly read: bigint; readonly write: bigint } => {
+  const u = (typeof usage === "object" && usage !== null ? usage : {}) as Record<string, unknown>
+  const count = (value: unknown) =>
+    typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? BigInt(value) : 0n
+  return { read: count(u.cacheReadTokens), write: count(u.cacheWriteTokens) }
 }
 
 const keyOf = (row: Pick<UsageRow, "day" | "accountId" | "keyId" | "model">) =>
@@ -42,11 +53,14 @@ export const usageDelta = (
   switch (event.type) {
     case "UsageRecalculated": {
       const m = event.data.metrics
+      const cache = cacheTokens(event.data.usage)
       return {
         ...base,
         requests: 1n,
         inputTokens: BigInt(m.inputTokens),
         outputTokens: BigInt(m.outputTokens),
+        cacheReadTokens: cache.read,
+        cacheWriteTokens: cache.write,
         images: BigInt(m.images),
         videoSeconds: BigInt(m.videoSeconds),
         cost: parseDecimal(event.data.captured) ?? 0n
@@ -58,6 +72,8 @@ export const usageDelta = (
         requests: 0n,
         inputTokens: 0n,
         outputTokens: 0n,
+        cacheReadTokens: 0n,
+        cacheWriteTokens: 0n,
         images: 0n,
         videoSeconds: 0n,
         cost: parseDecimal(event.data.amount) ?? 0n
@@ -84,6 +100,8 @@ export class UsageTotals {
             requests: known.requests + delta.requests,
             inputTokens: known.inputTokens + delta.inputTokens,
             outputTokens: known.outputTokens + delta.outputTokens,
+            cacheReadTokens: known.cacheReadTokens + delta.cacheReadTokens,
+            cacheWriteTokens: known.cacheWriteTokens + delta.cacheWriteTokens,
             images: known.images + delta.images,
             videoSeconds: known.videoSeconds + delta.videoSeconds,
             cost: known.cost + delta.cost
@@ -110,6 +128,8 @@ export const usageRecords = (rows: ReadonlyArray<UsageRow>): string =>
       requests: String(r.requests),
       input_tokens: String(r.inputTokens),
       output_tokens: String(r.outputTokens),
+      cache_read_tokens: String(r.cacheReadTokens),
+      cache_write_tokens: String(r.cacheWriteTokens),
       images: String(r.images),
       video_seconds: String(r.videoSeconds),
       cost: String(r.cost)
@@ -117,18 +137,22 @@ export const usageRecords = (rows: ReadonlyArray<UsageRow>): string =>
   )
 
 export const USAGE_COLUMNS =
-  "day, account_id, key_id, model, requests, input_tokens, output_tokens, images, video_seconds, cost"
+  "day, account_id, key_id, model, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, " +
+  "images, video_seconds, cost"
 
 /** Adds the deltas to the rows (creating them); `schema` is "public" or a replay scratch schema. */
 export const addUsageSql = (sql: SqlClient.SqlClient, schema: string, records: string) => sql`
   INSERT INTO ${sql(schema)}.usage_daily (${sql.literal(USAGE_COLUMNS)})
   SELECT ${sql.literal(USAGE_COLUMNS)}
   FROM jsonb_to_recordset(${records}::jsonb) AS t(day date, account_id uuid, key_id uuid, model text, requests bigint,
-    input_tokens bigint, output_tokens bigint, images bigint, video_seconds bigint, cost bigint)
+    input_tokens bigint, output_tokens bigint, cache_read_tokens bigint, cache_write_tokens bigint, images bigint,
+    video_seconds bigint, cost bigint)
   ON CONFLICT (account_id, day, key_id, model) DO UPDATE SET
     requests = usage_daily.requests + EXCLUDED.requests,
     input_tokens = usage_daily.input_tokens + EXCLUDED.input_tokens,
     output_tokens = usage_daily.output_tokens + EXCLUDED.output_tokens,
+    cache_read_tokens = usage_daily.cache_read_tokens + EXCLUDED.cache_read_tokens,
+    cache_write_tokens = usage_daily.cache_write_tokens + EXCLUDED.cache_write_tokens,
     images = usage_daily.images + EXCLUDED.images,
     video_seconds = usage_daily.video_seconds + EXCLUDED.video_seconds,
     cost = usage_daily.cost + EXCLUDED.cost`

@@ -177,3 +177,27 @@ describe.each(Object.keys(REPORTED))("%s with cache prices", (model) => {
     await assertBilledSplit(responses)
   })
 })
+
+describe("usage reports", () => {
+  it("show the cache split next to the input it is not counted in", async () => {
+    const customer = await admin.customer()
+    await post(
+      customer,
+      "/v1/messages",
+      { model: "c-anthropic", max_tokens: 64, messages: [{ role: "user", content: PROMPT }] },
+      { "anthropic-version": "2023-06-01" }
+    )
+    const entries = await settledLedger(admin, customer.accountId)
+    const usage = (entries.find((e) => e.type === "UsageRecalculated")?.data as { usage: Record<string, number> }).usage
+    const report = (await (
+      await fetch(`${gateway.url}/v1/usage?groupBy=model`, { headers: { authorization: `Bearer ${customer.key}` } })
+    ).json()) as { data: ReadonlyArray<Record<string, unknown>> }
+    assert.deepInclude(report.data[0], {
+      model: "c-anthropic",
+      requests: 1,
+      inputTokens: usage.inputTokens,
+      cacheReadTokens: 5,
+      cacheWriteTokens: 3
+    })
+  })
+})
