@@ -188,9 +188,9 @@ describe("usage reports", () => {
       { "anthropic-version": "2023-06-01" }
     )
     const entries = await settledLedger(admin, customer.accountId)
-    const settled = entries.find((e) => e.type === "UsageRecalculated")
-    assert.isDefined(settled)
-    const usage = (settled?.data as { usage: Record<string, number> }).usage
+    const settled = entries.filter((e) => e.type === "UsageRecalculated")
+    assert.strictEqual(settled.length, 1)
+    const usage = (settled[0].data as { usage: Record<string, number> }).usage
     const report = (await (
       await fetch(`${gateway.url}/v1/usage?groupBy=model`, { headers: { authorization: `Bearer ${customer.key}` } })
     ).json()) as { data: ReadonlyArray<Record<string, unknown>> }
