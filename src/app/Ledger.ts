@@ -6,15 +6,14 @@
  * alone with no added wait. The rules are checked per command by the pure decider, in queue order, so batching
  * weakens none of them, and a command the database refuses fails alone (LedgerStore.commitIsolated).
  *
- * Around the writer: the holds this instance's requests use are live (LiveHolds) and leased in the database with
- * their progress, so the sweep resolves only holds whose request is gone (HoldSweep); a delivered response's
- * settlement commits or is journaled and retried until it does (`settleDelivered`, ResolutionRetries).
+ * Around the writer: holds in use are live (LiveHolds) and leased with their progress, so the sweep resolves only
+ * holds whose request is gone (HoldSweep); a delivered response's settlement commits or is journaled and retried.
  */
 import { Clock, Context, Effect, Exit, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Micros } from "../domain/Money.ts"
 import { decide } from "../domain/ledger/LedgerAccount.ts"
-import type { Decision, LedgerCommand } from "../domain/ledger/LedgerState.ts"
+import { available, type Decision, type LedgerCommand } from "../domain/ledger/LedgerState.ts"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import { usageMetrics } from "../domain/ledger/UsageMetrics.ts"
 import { describeRejection, type LedgerRejected, toLedgerError } from "./LedgerErrors.ts"
@@ -23,7 +22,7 @@ import { type HoldSweepOptions, makeHoldSweep } from "./HoldSweep.ts"
 import { LiveHolds, type Progress } from "./LiveHolds.ts"
 import { type BatchOutcome, type Companion, LedgerWriter, type WriterStatsSnapshot } from "./ports/LedgerWriter.ts"
 import { makeResolutionRetries, UNSTORABLE_USAGE } from "./ResolutionRetries.ts"
-import { noteCharge } from "./RequestTelemetry.ts"
+import { noteBalance, noteCharge } from "./RequestTelemetry.ts"
 import { inMemoryJournal, SettlementJournal } from "./SettlementJournal.ts"
 import { traced } from "./Traced.ts"
 
@@ -288,6 +287,9 @@ export class Ledger extends Context.Service<
                 yield* Effect.logError("a delivered response could not be billed: its hold was already resolved").pipe(
                   Effect.annotateLogs({ holdId, reason: describeRejection(outcome.value.rejection) })
                 )
+              } else {
+                const state = writer.knownState(accountId)
+                if (state !== undefined) yield* noteBalance(available(state))
               }
               return yield* ended(holdId)
             }

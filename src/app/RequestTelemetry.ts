@@ -17,6 +17,8 @@ export interface RequestTelemetry {
   upstream: string | undefined
   /** What the delivered response was billed: its tokens and cost. */
   charge: { readonly inputTokens: number; readonly outputTokens: number; readonly cost: Micros } | undefined
+  /** The account's available balance once the charge committed, as this instance's ledger writer last saw it. */
+  balance: Micros | undefined
   /** Run once when the response has been sent in full (a stream's end) or the request was abandoned. */
   readonly atEnd: Array<Effect.Effect<void>>
 }
@@ -28,6 +30,7 @@ export const newTelemetry = (): RequestTelemetry => ({
   accountId: undefined,
   upstream: undefined,
   charge: undefined,
+  balance: undefined,
   atEnd: []
 })
 
@@ -64,6 +67,12 @@ export const noteKey = (keyId: string, accountId: string): Effect.Effect<void> =
   Effect.map(CurrentTelemetry, (telemetry) => {
     telemetry.keyId = keyId
     telemetry.accountId = accountId
+  })
+
+/** The account's available balance after the current request's charge. */
+export const noteBalance = (balance: Micros): Effect.Effect<void> =>
+  Effect.map(CurrentTelemetry, (telemetry) => {
+    telemetry.balance = balance
   })
 
 /** What the current request's delivered response was billed. */

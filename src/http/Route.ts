@@ -6,7 +6,7 @@
 import { Clock, Context, Effect, Layer, Result, Stream } from "effect"
 import { HttpBody, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
-import { formatMicros } from "../domain/Money.ts"
+import { formatMicros, type Micros } from "../domain/Money.ts"
 import { type ApiError, apiError, badRequest, type Dialect, dialectOf, errorResponse, notFound } from "./ApiError.ts"
 import type { FailureReason } from "@tollgate/plugin-spec"
 import { statusOfFailure } from "./FailureStatus.ts"
@@ -153,6 +153,12 @@ export const toApiError = (error: unknown): ApiError | undefined => {
 
 export type Handler<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
+/** `x-tollgate-cost` (the request's charge) and `x-tollgate-balance` (the account's available balance after it). */
+export const costHeaders = (cost: Micros, balance: Micros | undefined): Record<string, string> => ({
+  "x-tollgate-cost": formatMicros(cost),
+  ...(balance === undefined ? {} : { "x-tollgate-balance": formatMicros(balance) })
+})
+
 /** Wraps a handler: request id, error envelopes, defects → logged 500, and the request's metrics. */
 export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect, pattern?: string) =>
   Effect.gen(function* () {
@@ -214,9 +220,12 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect, pattern
     const seconds = Number((yield* Clock.currentTimeNanos) - started) / 1e9
     const metrics = yield* RequestMetrics
     metrics.observe({ route: pattern ?? path, method: request.method, status: response.status, seconds, telemetry })
+    // A response billed before it is sent says what it cost and what is left (a stream is billed at its end: its
+    // cost comes as a closing SSE comment instead, see ChatGateway).
+    const charged = telemetry.charge === undefined ? {} : costHeaders(telemetry.charge.cost, telemetry.balance)
     const finished = yield* untilResponseEnd(response, telemetry, logged(response.status))
     // `request-id` is the header the Anthropic SDK reads; `x-request-id` is everybody else's.
-    return HttpServerResponse.setHeaders(finished, { "x-request-id": requestId, "request-id": requestId })
+    return HttpServerResponse.setHeaders(finished, { "x-request-id": requestId, "request-id": requestId, ...charged })
   })
 
 /** Probes and scrapes that would drown the access log: answered, measured, not logged. */

@@ -1,0 +1,61 @@
+/**
+ * What a request cost, on its response: `x-tollgate-cost` is the ledger's charge for it and `x-tollgate-balance` the
+ * account's available balance right after, on every JSON endpoint that bills (chat completions, messages, responses,
+ * embeddings, images); a refused request carries neither.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { type ClientGateway, closeClientGateway, startClientGateway } from "../../clients/ClientGateway.ts"
+import { settledLedger } from "./Billing.ts"
+
+let h: ClientGateway
+beforeAll(async () => {
+  h = await startClientGateway()
+}, 60_000)
+afterAll(() => closeClientGateway(h))
+
+const CALLS: ReadonlyArray<readonly [string, string, unknown]> = [
+  ["chat completions", "/v1/chat/completions", { model: "sim-anthropic", messages: [{ role: "user", content: "hi" }] }],
+  ["messages", "/v1/messages", { model: "sim-gemini", max_tokens: 64, messages: [{ role: "user", content: "hi" }] }],
+  ["responses", "/v1/responses", { model: "sim-responses", input: "hi" }],
+  ["embeddings", "/v1/embeddings", { model: "sim-embedding", input: "hello world" }],
+  ["images", "/v1/images/generations", { model: "imggen-2", prompt: "a red square", size: "1024x1024" }]
+]
+
+describe("cost headers", () => {
+  for (const [name, path, body] of CALLS) {
+    it(`${name}: x-tollgate-cost is the ledger's charge, x-tollgate-balance what is left`, async () => {
+      const customer = await h.admin.customer({ deposit: "10" })
+      const response = await h.fetch(`${h.gateway.url}${path}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${customer.key}`,
+          "x-api-key": customer.key,
+          "anthropic-version": "2023-06-01",
+          "content-type": "application/json"
+        },
+        body: JSON.stringify(body)
+      })
+      assert.strictEqual(response.status, 200, await response.clone().text())
+      const entries = await settledLedger(h.admin, customer.accountId)
+      const charged = entries.filter((e) => e.type === "UsageRecalculated")
+      assert.strictEqual(charged.length, 1)
+      assert.strictEqual(response.headers.get("x-tollgate-cost"), charged[0].amount)
+      const balance = (await (
+        await h.fetch(`${h.gateway.url}/v1/balance`, { headers: { authorization: `Bearer ${customer.key}` } })
+      ).json()) as { available: string }
+      assert.strictEqual(response.headers.get("x-tollgate-balance"), balance.available)
+    })
+  }
+
+  it("a refused request carries no cost", async () => {
+    const customer = await h.admin.customer()
+    const response = await h.fetch(`${h.gateway.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${customer.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "nope", messages: [{ role: "user", content: "hi" }] })
+    })
+    assert.strictEqual(response.status, 404)
+    assert.isNull(response.headers.get("x-tollgate-cost"))
+    assert.isNull(response.headers.get("x-tollgate-balance"))
+  })
+})
