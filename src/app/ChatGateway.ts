@@ -25,7 +25,7 @@ import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
-import { deliveredUsage, frameText, hasDelivered, progressOf } from "./ChatStreamAccounting.ts"
+import { costComment, deliveredUsage, frameText, hasDelivered, progressOf } from "./ChatStreamAccounting.ts"
 import { CurrentTelemetry } from "./RequestTelemetry.ts"
 import { traced } from "./Traced.ts"
 
@@ -240,6 +240,12 @@ export class ChatGateway extends Context.Service<
           progressOf(transducer, inputTokens, (usage) => plugin.pricing.price(usage, model), tokens.count)
         )
         const passthrough = reply.dialect === input.dialect
+        let settled = false
+        // The stream runs after the handler returned: its settlement notes the charge on the request's own record.
+        const settle = (exit: Exit.Exit<unknown, unknown>) =>
+          settleStream(plugin, model, input.key.accountId, holdId, transducer, inputTokens, exit).pipe(
+            Effect.provideService(CurrentTelemetry, telemetry)
+          )
         /** The whole response as the upstream's own terminal event gave it (same dialect). */
         let nativeFinal: Readonly<Record<string, unknown>> | undefined
         let kept = false
@@ -305,6 +311,16 @@ export class ChatGateway extends Context.Service<
               Stream.succeed(transducer.fail("api_error", "the upstream stream failed before it finished").join(""))
             )
           ),
+          // A stream that ended whole is billed here, so its last lines can say what it cost (an SSE comment, which
+          // every client's parser skips); one that did not is billed at its exit, for what was delivered.
+          Stream.concat(
+            Stream.suspend(() => {
+              const end = transducer.snapshot()
+              if (!end.finished || end.truncated || end.usage === undefined) return Stream.empty
+              settled = true
+              return Stream.fromEffect(Effect.map(settle(Exit.void), () => costComment(telemetry)))
+            })
+          ),
           (stream) => (input.keep === undefined ? stream : Stream.mapEffect(stream, keepFinal)),
           Stream.filter((text) => text.length > 0),
           Stream.map((text) => encoder.encode(text)),
@@ -312,9 +328,7 @@ export class ChatGateway extends Context.Service<
             // A stream that completed has read the upstream body to its end: there is nothing left to abort (and an
             // abort would build a DOMException with a stack trace for nothing).
             Effect.sync(() => Exit.isSuccess(exit) || abort.abort()).pipe(
-              Effect.andThen(settleStream(plugin, model, input.key.accountId, holdId, transducer, inputTokens, exit)),
-              // The stream runs after the handler returned: its settlement notes the charge on the request's own record.
-              Effect.provideService(CurrentTelemetry, telemetry)
+              Effect.andThen(settled ? Effect.void : settle(exit))
             )
           )
         )

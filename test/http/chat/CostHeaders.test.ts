@@ -47,6 +47,54 @@ describe("cost headers", () => {
     })
   }
 
+  const STREAMS: ReadonlyArray<readonly [string, string, unknown]> = [
+    [
+      "chat completions",
+      "/v1/chat/completions",
+      { model: "sim-gemini", messages: [{ role: "user", content: "hi" }], stream: true }
+    ],
+    [
+      "messages",
+      "/v1/messages",
+      { model: "sim-anthropic", max_tokens: 64, messages: [{ role: "user", content: "hi" }], stream: true }
+    ],
+    ["responses", "/v1/responses", { model: "sim-openai", input: "hi", stream: true }],
+    [
+      "generateContent",
+      "/v1beta/models/sim-responses:streamGenerateContent?alt=sse",
+      { contents: [{ role: "user", parts: [{ text: "hi" }] }] }
+    ]
+  ]
+  for (const [name, path, body] of STREAMS) {
+    it(`${name} stream: closing SSE comments say the cost and balance, billed once`, async () => {
+      const customer = await h.admin.customer({ deposit: "10" })
+      const response = await h.fetch(`${h.gateway.url}${path}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${customer.key}`,
+          "x-api-key": customer.key,
+          "x-goog-api-key": customer.key,
+          "anthropic-version": "2023-06-01",
+          "content-type": "application/json"
+        },
+        body: JSON.stringify(body)
+      })
+      assert.strictEqual(response.status, 200)
+      const text = await response.text()
+      const cost = /^: x-tollgate-cost: (\S+)$/m.exec(text)?.[1]
+      const left = /^: x-tollgate-balance: (\S+)$/m.exec(text)?.[1]
+      assert.isTrue(text.endsWith(`: x-tollgate-cost: ${cost}\n: x-tollgate-balance: ${left}\n\n`), text.slice(-300))
+      const entries = await settledLedger(h.admin, customer.accountId)
+      const charged = entries.filter((e) => e.type === "UsageRecalculated")
+      assert.strictEqual(charged.length, 1, "billed once")
+      assert.strictEqual(cost, charged[0].amount)
+      const balance = (await (
+        await h.fetch(`${h.gateway.url}/v1/balance`, { headers: { authorization: `Bearer ${customer.key}` } })
+      ).json()) as { available: string }
+      assert.strictEqual(left, balance.available)
+    })
+  }
+
   it("a refused request carries no cost", async () => {
     const customer = await h.admin.customer()
     const response = await h.fetch(`${h.gateway.url}/v1/chat/completions`, {
