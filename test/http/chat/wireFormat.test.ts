@@ -34,12 +34,19 @@ const post = (path: string, customer: Customer, body: unknown) =>
     body: JSON.stringify(body)
   })
 
-/** Splits an SSE body into frames, insisting every frame ends with a blank line. */
+/**
+ * Splits an SSE body into frames, insisting every frame ends with a blank line. Comment-only frames (the closing
+ * `: x-tollgate-cost` lines, which every SSE parser skips) must come last, after the protocol's own end.
+ */
 const framesOf = (text: string) => {
   assert.isTrue(text.endsWith("\n\n"), "the stream ends on a frame boundary")
-  return text
-    .slice(0, -2)
-    .split("\n\n")
+  const all = text.slice(0, -2).split("\n\n")
+  const isComment = (frame: string) => frame.split("\n").every((line) => line.startsWith(":"))
+  const firstComment = all.findIndex(isComment)
+  assert.isTrue(firstComment === -1 || all.slice(firstComment).every(isComment), "comments close the stream")
+  assert.match(all.at(-1) ?? "", /^: x-tollgate-cost: \d+\.\d{6}\n: x-tollgate-balance: -?\d+\.\d{6}$/)
+  return all
+    .filter((frame) => !isComment(frame))
     .map((frame) => {
       const lines = frame.split("\n")
       const event = lines.find((l) => l.startsWith("event: "))?.slice(7)

@@ -38,8 +38,12 @@ const call = async (customer: Customer, method: string, path: string, body?: unk
   }
 }
 
+/** The stream's events; the closing `: x-tollgate-cost` comment lines are skipped, as every SSE parser does. */
 const events = (text: string): ReadonlyArray<{ event: string | undefined; data: Json }> =>
-  readFrames(text.split(/(?<=\n\n)/)).map((f) => ({ event: f.event, data: f.data as Json }))
+  readFrames(text.split(/(?<=\n\n)/).filter((frame) => !frame.startsWith(":"))).map((f) => ({
+    event: f.event,
+    data: f.data as Json
+  }))
 
 const tokensOf = (usage: Json) => ({ input: usage.input_tokens as number, output: usage.output_tokens as number })
 
