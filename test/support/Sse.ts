@@ -11,6 +11,7 @@ export const readDeltas = async (response: Response, into: (text: string) => voi
       const events = buffer.split("\n\n")
       buffer = events.pop() ?? ""
       for (const event of events) {
+        if (event.startsWith(":")) continue // a comment: the closing cost lines
         const data = event.replace(/^data: /, "")
         if (data === "[DONE]") {
           done = true
