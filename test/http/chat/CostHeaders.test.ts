@@ -6,6 +6,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type ClientGateway, closeClientGateway, startClientGateway } from "../../clients/ClientGateway.ts"
 import { settledLedger } from "./Billing.ts"
+import type { Customer } from "./ChatHarness.ts"
 
 let h: ClientGateway
 beforeAll(async () => {
@@ -21,29 +22,39 @@ const CALLS: ReadonlyArray<readonly [string, string, unknown]> = [
   ["images", "/v1/images/generations", { model: "imggen-2", prompt: "a red square", size: "1024x1024" }]
 ]
 
+/** A call in whichever protocol `path` speaks: every header a key can come in is set. */
+const post = (customer: Customer, path: string, body: unknown) =>
+  h.fetch(`${h.gateway.url}${path}`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${customer.key}`,
+      "x-api-key": customer.key,
+      "x-goog-api-key": customer.key,
+      "anthropic-version": "2023-06-01",
+      "content-type": "application/json"
+    },
+    body: JSON.stringify(body)
+  })
+
+/** The cost said is the ledger's one charge for the customer, and the balance said what `/v1/balance` answers. */
+const assertSaid = async (customer: Customer, cost: string | null | undefined, balance: string | null | undefined) => {
+  const entries = await settledLedger(h.admin, customer.accountId)
+  const charged = entries.filter((e) => e.type === "UsageRecalculated")
+  assert.strictEqual(charged.length, 1, "billed once")
+  assert.strictEqual(cost, charged[0].amount)
+  const answered = (await (
+    await h.fetch(`${h.gateway.url}/v1/balance`, { headers: { authorization: `Bearer ${customer.key}` } })
+  ).json()) as { available: string }
+  assert.strictEqual(balance, answered.available)
+}
+
 describe("cost headers", () => {
   for (const [name, path, body] of CALLS) {
     it(`${name}: x-tollgate-cost is the ledger's charge, x-tollgate-balance what is left`, async () => {
       const customer = await h.admin.customer({ deposit: "10" })
-      const response = await h.fetch(`${h.gateway.url}${path}`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${customer.key}`,
-          "x-api-key": customer.key,
-          "anthropic-version": "2023-06-01",
-          "content-type": "application/json"
-        },
-        body: JSON.stringify(body)
-      })
+      const response = await post(customer, path, body)
       assert.strictEqual(response.status, 200, await response.clone().text())
-      const entries = await settledLedger(h.admin, customer.accountId)
-      const charged = entries.filter((e) => e.type === "UsageRecalculated")
-      assert.strictEqual(charged.length, 1)
-      assert.strictEqual(response.headers.get("x-tollgate-cost"), charged[0].amount)
-      const balance = (await (
-        await h.fetch(`${h.gateway.url}/v1/balance`, { headers: { authorization: `Bearer ${customer.key}` } })
-      ).json()) as { available: string }
-      assert.strictEqual(response.headers.get("x-tollgate-balance"), balance.available)
+      await assertSaid(customer, response.headers.get("x-tollgate-cost"), response.headers.get("x-tollgate-balance"))
     })
   }
 
@@ -68,30 +79,13 @@ describe("cost headers", () => {
   for (const [name, path, body] of STREAMS) {
     it(`${name} stream: closing SSE comments say the cost and balance, billed once`, async () => {
       const customer = await h.admin.customer({ deposit: "10" })
-      const response = await h.fetch(`${h.gateway.url}${path}`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${customer.key}`,
-          "x-api-key": customer.key,
-          "x-goog-api-key": customer.key,
-          "anthropic-version": "2023-06-01",
-          "content-type": "application/json"
-        },
-        body: JSON.stringify(body)
-      })
+      const response = await post(customer, path, body)
       assert.strictEqual(response.status, 200)
       const text = await response.text()
       const cost = /^: x-tollgate-cost: (\S+)$/m.exec(text)?.[1]
       const left = /^: x-tollgate-balance: (\S+)$/m.exec(text)?.[1]
       assert.isTrue(text.endsWith(`: x-tollgate-cost: ${cost}\n: x-tollgate-balance: ${left}\n\n`), text.slice(-300))
-      const entries = await settledLedger(h.admin, customer.accountId)
-      const charged = entries.filter((e) => e.type === "UsageRecalculated")
-      assert.strictEqual(charged.length, 1, "billed once")
-      assert.strictEqual(cost, charged[0].amount)
-      const balance = (await (
-        await h.fetch(`${h.gateway.url}/v1/balance`, { headers: { authorization: `Bearer ${customer.key}` } })
-      ).json()) as { available: string }
-      assert.strictEqual(left, balance.available)
+      await assertSaid(customer, cost, left)
     })
   }
 
