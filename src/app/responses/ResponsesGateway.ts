@@ -23,7 +23,7 @@ import {
   turnItems
 } from "./Conversation.ts"
 import { ResponseNotCancellable, ResponseNotFound } from "./ResponsesErrors.ts"
-import { echoedSettings } from "../../plugins/text/convert/responsesResponse.ts"
+import { echoedSettings, forClient } from "../../plugins/text/convert/responsesResponse.ts"
 
 const DAY_MS = 86_400_000
 const SWEEP_EVERY = Duration.hours(1)
@@ -36,17 +36,7 @@ export interface ResponsesInput {
 }
 
 /** A stored response as a client sees it: encrypted reasoning only when it asks with `include`. */
-const shownTo = (response: JsonObject, include: ReadonlyArray<string>): JsonObject =>
-  include.includes("reasoning.encrypted_content") || !Array.isArray(response.output)
-    ? response
-    : {
-        ...response,
-        output: response.output.map((item: unknown) => {
-          if (typeof item !== "object" || item === null || !("encrypted_content" in item)) return item
-          const { encrypted_content: _hidden, ...rest } = item as Record<string, unknown>
-          return rest
-        })
-      }
+const shownTo = (response: JsonObject, include: ReadonlyArray<string>): JsonObject => forClient(response, { include })
 
 export class ResponsesGateway extends Context.Service<
   ResponsesGateway,
