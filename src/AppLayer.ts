@@ -43,6 +43,8 @@ import * as AuditApi from "./http/admin/AuditApi.ts"
 import * as ReplayApi from "./http/admin/ReplayApi.ts"
 import * as ModelsApi from "./http/admin/ModelsApi.ts"
 import * as AdminVideosApi from "./http/admin/AdminVideosApi.ts"
+import * as UpstreamsApi from "./http/admin/UpstreamsApi.ts"
+import * as AlertsApi from "./http/admin/AlertsApi.ts"
 import * as ConsoleApp from "./http/ConsoleApp.ts"
 import * as UsageApi from "./http/UsageApi.ts"
 import * as PgUsage from "./adapters/store/PgUsage.ts"
@@ -50,6 +52,13 @@ import * as PgAudit from "./adapters/store/PgAudit.ts"
 import * as PgOperationalStats from "./adapters/store/PgOperationalStats.ts"
 import * as InProcessRateLimiter from "./adapters/ratelimit/InProcessRateLimiter.ts"
 import * as RedisRateLimiter from "./adapters/ratelimit/RedisRateLimiter.ts"
+import * as InProcessDeploymentStates from "./adapters/routing/InProcessDeploymentStates.ts"
+import * as RedisDeploymentStates from "./adapters/routing/RedisDeploymentStates.ts"
+import { Deployments } from "./app/routing/Deployments.ts"
+import { Alerts } from "./app/alerts/Alerts.ts"
+import * as AlertDelivery from "./app/alerts/AlertDelivery.ts"
+import * as AlertingLedger from "./app/alerts/AlertingLedger.ts"
+import * as PgAlertStore from "./adapters/store/PgAlertStore.ts"
 import * as RateLimitTokens from "./app/RateLimitTokens.ts"
 import * as Tracing from "./adapters/telemetry/Tracing.ts"
 import { MetricsToken, PrometheusRegistry, scrape } from "./http/Metrics.ts"
@@ -134,9 +143,22 @@ export const servicesLayer = (options: AppOptions) => {
         : RedisRateLimiter.layer(options.redisUrl, operator.rateLimits)
     )
   ).pipe(Layer.provide(config))
-  const countedLedger = RateLimitTokens.layer.pipe(Layer.provide(Layer.merge(ledger, rateLimiter)))
-  // One guarded fetcher for every URL the gateway did not choose: image links, video input links, video results.
+  // Deployments' health: per instance, or shared through the same Redis as the rate limits.
+  const deploymentStates =
+    options.redisUrl === undefined ? InProcessDeploymentStates.layer : RedisDeploymentStates.layer(options.redisUrl)
+  // One guarded fetcher for every URL the gateway did not choose: image links, video input links, video results,
+  // alert webhooks.
   const guarded = guardedFetcherLayer(options.imageFetch ?? {})
+  // Alerts: queued in the Postgres outbox where they are noticed, delivered by this instance's worker.
+  const alerts = Alerts.layer.pipe(Layer.provideMerge(PgAlertStore.layer), Layer.provide(config))
+  const alertDelivery = AlertDelivery.layerWith().pipe(Layer.provide(Layer.merge(alerts, guarded)))
+  const deployments = Deployments.layer.pipe(
+    Layer.provide(Layer.mergeAll(deploymentStates, rateLimiter, config, alerts))
+  )
+  const countedLedger = AlertingLedger.layer.pipe(
+    Layer.provide(RateLimitTokens.layer.pipe(Layer.provide(Layer.merge(ledger, rateLimiter)))),
+    Layer.provide(alerts)
+  )
   const registry = PluginsLayer.layerFrom((id) =>
     options.configPath === undefined ? DefaultCatalog.SIMULATOR_OWNER : `tollgate:${id.split("-")[0]}`
   ).pipe(
@@ -147,6 +169,9 @@ export const servicesLayer = (options: AppOptions) => {
   const core = Layer.mergeAll(
     countedLedger,
     rateLimiter,
+    deployments,
+    alerts,
+    alertDelivery,
     PgAccounts.layer,
     PgKeys.layer,
     PgReplay.layer,
@@ -193,6 +218,8 @@ export const routesLayer = Layer.mergeAll(
   ReplayApi.layer,
   ModelsApi.layer,
   AdminVideosApi.layer,
+  UpstreamsApi.layer,
+  AlertsApi.layer,
   UsageApi.layer,
   ChatApi.layer,
   ResponsesApi.layer,

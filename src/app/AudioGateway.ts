@@ -26,6 +26,7 @@ import { upstreamFailed } from "./ChatErrors.ts"
 import { type HeldCallError, placeHoldFor, releaseReason, resolveModel, runHeldCall } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
+import { Deployments } from "./routing/Deployments.ts"
 import { traced } from "./Traced.ts"
 
 export interface TranscriptionInput {
@@ -64,6 +65,7 @@ export class AudioGateway extends Context.Service<
     Effect.gen(function* () {
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
+      const deployments = yield* Deployments
       const tokens = yield* TokenCounter
       const media = yield* MediaProbe
       const speechModel = (modelId: string, key: AuthenticatedKey) =>
@@ -71,7 +73,7 @@ export class AudioGateway extends Context.Service<
 
       const transcribe = Effect.fnUntraced(function* (input: TranscriptionInput) {
         const called = { kind: "transcription", called: "POST /v1/audio/transcriptions" } as const
-        return yield* runHeldCall({ registry, ledger }, input, called, ({ plugin, model }) =>
+        return yield* runHeldCall({ registry, ledger, deployments }, input, called, ({ plugin, model }) =>
           Effect.gen(function* () {
             const { data, filename } = input.request.file
             const measuredMillis = yield* media.audioMillis(data, filename)
@@ -79,9 +81,9 @@ export class AudioGateway extends Context.Service<
             const promptTokens = tokens.count(input.request.prompt ?? "")
             return {
               amount: plugin.pricing.estimate({ request: input.request, audioMillis, promptTokens }, model),
-              call: (signal: AbortSignal) =>
+              call: (signal: AbortSignal, deployment: PluginModel) =>
                 plugin.transcribe({
-                  model,
+                  model: deployment,
                   request: input.request,
                   measuredMillis,
                   requestId: input.requestId,
@@ -127,23 +129,26 @@ export class AudioGateway extends Context.Service<
         const abort = new AbortController()
         // The first chunk is awaited here, so an upstream that fails before any audio is an error status, not a
         // truncated 200, and costs nothing.
-        const started = Effect.gen(function* () {
-          const reply = yield* plugin.speak({
-            model,
-            request: input.request,
-            requestId: input.requestId,
-            signal: abort.signal
+        // The first audio byte is the first byte: until it comes, another deployment may still take the call.
+        const started = deployments.route(model, { streamed: true }, (deployment) =>
+          Effect.gen(function* () {
+            const reply = yield* plugin.speak({
+              model: deployment,
+              request: input.request,
+              requestId: input.requestId,
+              signal: abort.signal
+            })
+            const iterator = reply.body[Symbol.asyncIterator]()
+            const first = yield* Effect.tryPromise({
+              // Edge: the plugin's body is a promise-based AsyncIterator.
+              try: () => iterator.next(),
+              catch: () => pluginFailure("unavailable", "the upstream audio stream failed before its first byte")
+            })
+            if (first.done === true)
+              return yield* Effect.fail(pluginFailure("unavailable", "the upstream answered without audio"))
+            return { reply, iterator, first: first.value }
           })
-          const iterator = reply.body[Symbol.asyncIterator]()
-          const first = yield* Effect.tryPromise({
-            // Edge: the plugin's body is a promise-based AsyncIterator.
-            try: () => iterator.next(),
-            catch: () => pluginFailure("unavailable", "the upstream audio stream failed before its first byte")
-          })
-          if (first.done === true)
-            return yield* Effect.fail(pluginFailure("unavailable", "the upstream answered without audio"))
-          return { reply, iterator, first: first.value }
-        })
+        )
         // Uninterruptible from the hold's commit until its release is attached (as in callUnderHold): a client that
         // leaves meanwhile still gets its committed hold released; only the upstream call can be interrupted.
         const { holdId, reply, iterator, first } = yield* Effect.uninterruptibleMask((restore) =>

@@ -28,6 +28,8 @@ import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
 import { costComment, deliveredUsage, frameText, hasDelivered, progressOf } from "./ChatStreamAccounting.ts"
 import { CurrentTelemetry } from "./RequestTelemetry.ts"
 import { traced } from "./Traced.ts"
+import { Deployments } from "./routing/Deployments.ts"
+import { chatRouteHint } from "./routing/Affinity.ts"
 
 export interface ChatInput {
   readonly dialect: Dialect
@@ -72,6 +74,7 @@ export class ChatGateway extends Context.Service<
       const ledger = yield* Ledger
       const dialects = yield* ChatDialects
       const tokens = yield* TokenCounter
+      const deployments = yield* Deployments
 
       const settleStream = (
         plugin: ChatPlugin,
@@ -146,14 +149,18 @@ export class ChatGateway extends Context.Service<
           requestId: input.requestId
         }
         const abort = new AbortController()
-        const invoke = plugin
-          .invoke({
-            model,
-            request,
-            client: { dialect: input.dialect, body: input.body },
-            requestId: input.requestId,
-            signal: abort.signal
-          })
+        const clientCall = { dialect: input.dialect, body: input.body }
+        const hint = chatRouteHint(input.key.keyId, request, clientCall, inputTokens, model)
+        const invoke = deployments
+          .route(model, hint, (deployment) =>
+            plugin.invoke({
+              model: deployment,
+              request,
+              client: clientCall,
+              requestId: input.requestId,
+              signal: abort.signal
+            })
+          )
           .pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())))
         /** Releases the hold of a call that ended without a reply: the reason says how it ended. */
         const releaseUnless = (holdId: string) => (exit: Exit.Exit<ChatReply, PluginFailure>) =>

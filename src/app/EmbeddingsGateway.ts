@@ -6,12 +6,13 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { TokenCounter } from "./ports/TokenCounter.ts"
-import type { EmbeddingInput, EmbeddingsReply, EmbeddingsRequest } from "../plugins/ModelPlugin.ts"
+import type { EmbeddingInput, EmbeddingsReply, EmbeddingsRequest, PluginModel } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "./PluginRegistry.ts"
 import { UpstreamFailed } from "./ChatErrors.ts"
 import { type HeldCallError, runHeldCall } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
+import { Deployments } from "./routing/Deployments.ts"
 import { traced } from "./Traced.ts"
 
 export interface EmbeddingsInput {
@@ -44,18 +45,25 @@ export class EmbeddingsGateway extends Context.Service<
     Effect.gen(function* () {
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
+      const deployments = yield* Deployments
       const tokens = yield* TokenCounter
 
       const embed = Effect.fnUntraced(function* (input: EmbeddingsInput) {
         return yield* runHeldCall(
-          { registry, ledger },
+          { registry, ledger, deployments },
           input,
           { kind: "embeddings", called: "POST /v1/embeddings" },
           ({ plugin, model }) =>
             Effect.map(countInputs(tokens, input.request.inputs), (inputTokens) => ({
               amount: plugin.pricing.estimate({ request: input.request, inputTokens }, model),
-              call: (signal: AbortSignal) =>
-                plugin.embed({ model, request: input.request, inputTokens, requestId: input.requestId, signal }),
+              call: (signal: AbortSignal, deployment: PluginModel) =>
+                plugin.embed({
+                  model: deployment,
+                  request: input.request,
+                  inputTokens,
+                  requestId: input.requestId,
+                  signal
+                }),
               bill: (reply: EmbeddingsReply) =>
                 // A reply the client cannot match to its inputs is not delivered: nothing is charged for it.
                 reply.vectors.length !== input.request.inputs.length

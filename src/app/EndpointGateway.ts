@@ -3,12 +3,20 @@
  * for the kind and the key's list, the hold, the call under it, the settlement from the plugin's usage — driven by
  * what the plugin declares (its request schema, estimate, price and call) instead of code per kind.
  */
-import type { EndpointPlugin, EndpointReply, EndpointUsage, StandardIssue, StandardResult } from "@tollgate/plugin-spec"
+import type {
+  EndpointPlugin,
+  EndpointReply,
+  EndpointUsage,
+  PluginModel,
+  StandardIssue,
+  StandardResult
+} from "@tollgate/plugin-spec"
 import { Context, Effect, Layer } from "effect"
 import { InvalidChatRequest } from "./ChatErrors.ts"
 import { type HeldCallError, runHeldCall } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
+import { Deployments } from "./routing/Deployments.ts"
 import { PluginHttp } from "./PluginHttp.ts"
 import { PluginRegistry, wrongEndpointMessage } from "./PluginRegistry.ts"
 import { traced } from "./Traced.ts"
@@ -57,6 +65,7 @@ export class EndpointGateway extends Context.Service<
     Effect.gen(function* () {
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
+      const deployments = yield* Deployments
       const http = yield* PluginHttp
 
       const call = Effect.fnUntraced(function* (input: EndpointInput) {
@@ -68,24 +77,28 @@ export class EndpointGateway extends Context.Service<
           return yield* new InvalidChatRequest({ param: "model", message: "is required" })
         }
         const held = { key: input.key, model: body.model, requestId: input.requestId }
-        return yield* runHeldCall({ registry, ledger }, held, { kind: "endpoint", called: input.called }, (entry) =>
-          Effect.gen(function* () {
-            if (entry.plugin.kind !== input.kind) {
-              return yield* new InvalidChatRequest({
-                param: "model",
-                message: wrongEndpointMessage(held.model, entry, input.called)
-              })
-            }
-            const { plugin, model } = entry
-            const request = yield* validate<{ readonly model: string }>(plugin, body)
-            return {
-              amount: plugin.pricing.estimate(request, model),
-              call: (signal: AbortSignal) =>
-                plugin.invoke({ model, request, requestId: input.requestId, signal, http }),
-              bill: (reply: EndpointReply<EndpointUsage>) =>
-                Effect.succeed({ cost: plugin.pricing.price(reply.usage, model), usage: { ...reply.usage } })
-            }
-          })
+        return yield* runHeldCall(
+          { registry, ledger, deployments },
+          held,
+          { kind: "endpoint", called: input.called },
+          (entry) =>
+            Effect.gen(function* () {
+              if (entry.plugin.kind !== input.kind) {
+                return yield* new InvalidChatRequest({
+                  param: "model",
+                  message: wrongEndpointMessage(held.model, entry, input.called)
+                })
+              }
+              const { plugin, model } = entry
+              const request = yield* validate<{ readonly model: string }>(plugin, body)
+              return {
+                amount: plugin.pricing.estimate(request, model),
+                call: (signal: AbortSignal, deployment: PluginModel) =>
+                  plugin.invoke({ model: deployment, request, requestId: input.requestId, signal, http }),
+                bill: (reply: EndpointReply<EndpointUsage>) =>
+                  Effect.succeed({ cost: plugin.pricing.price(reply.usage, model), usage: { ...reply.usage } })
+              }
+            })
         ).pipe(Effect.map((reply) => reply.body))
       }, traced("EndpointGateway.call"))
 

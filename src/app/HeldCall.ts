@@ -5,7 +5,8 @@
  * to the caller, which knows the usage.
  */
 import { Effect, Exit } from "effect"
-import type { PluginFailure } from "../plugins/ModelPlugin.ts"
+import type { PluginFailure, PluginModel } from "../plugins/ModelPlugin.ts"
+import type { Deployments, RouteHint } from "./routing/Deployments.ts"
 import { type PluginRegistry, type ResolvedModel, wrongEndpointMessage } from "./PluginRegistry.ts"
 import type { UpstreamFailed } from "./ChatErrors.ts"
 import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, upstreamFailed } from "./ChatErrors.ts"
@@ -118,7 +119,10 @@ export const callUnderHold = <A, R>(
 export interface HeldPlan<A, R> {
   /** The most the call can cost: held before it is made. */
   readonly amount: Micros
-  readonly call: (signal: AbortSignal) => Effect.Effect<A, PluginFailure, R>
+  /** One attempt on `deployment`, the model narrowed to the deployment routing chose (see `Deployments.route`). */
+  readonly call: (signal: AbortSignal, deployment: PluginModel) => Effect.Effect<A, PluginFailure, R>
+  /** How the call is routed among the model's deployments (absent: by weight, no affinity). */
+  readonly hint?: RouteHint | undefined
   /**
    * The price of the reply and the usage recorded with it. A failure means the reply cannot be delivered (it does
    * not match the request): the whole hold is released and nothing is charged.
@@ -133,15 +137,21 @@ export interface HeldPlan<A, R> {
  * speech) and tasks (video) resolve and hold through the same functions but settle when their delivery ends.
  */
 export const runHeldCall = <K extends ResolvedModel["kind"], A, E, R>(
-  services: { readonly registry: PluginRegistry["Service"]; readonly ledger: Ledger["Service"] },
+  services: {
+    readonly registry: PluginRegistry["Service"]
+    readonly ledger: Ledger["Service"]
+    readonly deployments: Deployments["Service"]
+  },
   input: HeldCallInput,
   endpoint: { readonly kind: K; readonly called: string },
   plan: (entry: Extract<ResolvedModel, { readonly kind: K }>) => Effect.Effect<HeldPlan<A, R>, E>
 ) =>
   Effect.gen(function* () {
     const entry = yield* resolveModel(services.registry, endpoint.kind, input.model, input.key, endpoint.called)
-    const { amount, call, bill } = yield* plan(entry)
-    const { holdId, reply } = yield* callUnderHold(services.ledger, input, entry.plugin.id, amount, call)
+    const { amount, call, bill, hint } = yield* plan(entry)
+    const { holdId, reply } = yield* callUnderHold(services.ledger, input, entry.plugin.id, amount, (signal) =>
+      services.deployments.route(entry.model, hint ?? {}, (deployment) => call(signal, deployment))
+    )
     const billed = yield* bill(reply).pipe(
       Effect.tapError(() => services.ledger.release(input.key.accountId, holdId, "failed").pipe(Effect.ignore))
     )

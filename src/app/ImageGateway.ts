@@ -7,11 +7,12 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { TokenCounter } from "./ports/TokenCounter.ts"
-import type { ImageOperation, ImageRequest, ImagesReply } from "../plugins/ModelPlugin.ts"
+import type { ImageOperation, ImageRequest, ImagesReply, PluginModel } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "./PluginRegistry.ts"
 import { runHeldCall, type HeldCallError } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
+import { Deployments } from "./routing/Deployments.ts"
 import { traced } from "./Traced.ts"
 
 export interface ImagesInput {
@@ -34,32 +35,41 @@ export class ImageGateway extends Context.Service<
     Effect.gen(function* () {
       const registry = yield* PluginRegistry
       const ledger = yield* Ledger
+      const deployments = yield* Deployments
       const tokens = yield* TokenCounter
 
       const images = Effect.fnUntraced(function* (input: ImagesInput) {
         const called = input.operation === "edit" ? "POST /v1/images/edits" : "POST /v1/images/generations"
-        return yield* runHeldCall({ registry, ledger }, input, { kind: "images", called }, ({ plugin, model }) =>
-          Effect.succeed({
-            amount: plugin.pricing.estimate(
-              { operation: input.operation, request: input.request, promptTokens: tokens.count(input.request.prompt) },
-              model
-            ),
-            call: (signal: AbortSignal) => {
-              const call = {
-                model,
-                operation: input.operation,
-                request: input.request,
-                requestId: input.requestId,
-                signal
-              }
-              return input.operation === "edit" ? plugin.edit(call) : plugin.generate(call)
-            },
-            bill: (reply: ImagesReply) =>
-              Effect.succeed({
-                cost: plugin.pricing.price(reply.usage, model),
-                usage: { ...reply.usage, images: reply.images.length, operation: input.operation }
-              })
-          })
+        return yield* runHeldCall(
+          { registry, ledger, deployments },
+          input,
+          { kind: "images", called },
+          ({ plugin, model }) =>
+            Effect.succeed({
+              amount: plugin.pricing.estimate(
+                {
+                  operation: input.operation,
+                  request: input.request,
+                  promptTokens: tokens.count(input.request.prompt)
+                },
+                model
+              ),
+              call: (signal: AbortSignal, deployment: PluginModel) => {
+                const call = {
+                  model: deployment,
+                  operation: input.operation,
+                  request: input.request,
+                  requestId: input.requestId,
+                  signal
+                }
+                return input.operation === "edit" ? plugin.edit(call) : plugin.generate(call)
+              },
+              bill: (reply: ImagesReply) =>
+                Effect.succeed({
+                  cost: plugin.pricing.price(reply.usage, model),
+                  usage: { ...reply.usage, images: reply.images.length, operation: input.operation }
+                })
+            })
         )
       }, traced("ImageGateway.images"))
 

@@ -289,7 +289,7 @@ export class Ledger extends Context.Service<
                 )
               } else {
                 const state = writer.knownState(accountId)
-                if (state !== undefined) yield* noteBalance(available(state))
+                if (state !== undefined) yield* noteBalance(available(state), state.deposited)
               }
               return yield* ended(holdId)
             }

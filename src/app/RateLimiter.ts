@@ -30,8 +30,15 @@ export interface Admission {
 export class RateLimiter extends Context.Service<
   RateLimiter,
   {
-    /** Admits a request of `keyId` under its own limits (null figures: the operator's defaults). */
-    readonly admit: (keyId: string, limits: RateLimits | undefined) => Effect.Effect<Admission, RateLimited>
+    /**
+     * Admits a request of `keyId` under its own limits (null figures: the operator's defaults for keys, or no limit
+     * with `defaults: false`, as for deployments and upstreams).
+     */
+    readonly admit: (
+      keyId: string,
+      limits: RateLimits | undefined,
+      options?: { readonly defaults?: boolean }
+    ) => Effect.Effect<Admission, RateLimited>
     /** Counts a settled call's tokens against its key's current minute. */
     readonly recordTokens: (keyId: string, tokens: number) => Effect.Effect<void>
   }

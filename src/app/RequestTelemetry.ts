@@ -19,6 +19,8 @@ export interface RequestTelemetry {
   charge: { readonly inputTokens: number; readonly outputTokens: number; readonly cost: Micros } | undefined
   /** The account's available balance once the charge committed, as this instance's ledger writer last saw it. */
   balance: Micros | undefined
+  /** All the account had deposited then: with `balance`, what a low-balance alert is keyed by. */
+  deposited: Micros | undefined
   /** Run once when the response has been sent in full (a stream's end) or the request was abandoned. */
   readonly atEnd: Array<Effect.Effect<void>>
 }
@@ -31,6 +33,7 @@ export const newTelemetry = (): RequestTelemetry => ({
   upstream: undefined,
   charge: undefined,
   balance: undefined,
+  deposited: undefined,
   atEnd: []
 })
 
@@ -70,9 +73,10 @@ export const noteKey = (keyId: string, accountId: string): Effect.Effect<void> =
   })
 
 /** The account's available balance after the current request's charge. */
-export const noteBalance = (balance: Micros): Effect.Effect<void> =>
+export const noteBalance = (balance: Micros, deposited: Micros): Effect.Effect<void> =>
   Effect.map(CurrentTelemetry, (telemetry) => {
     telemetry.balance = balance
+    telemetry.deposited = deposited
   })
 
 /** What the current request's delivered response was billed. */

@@ -1,4 +1,7 @@
-/** Usage reports: sums of the `usage_daily` projection, filtered and grouped. */
+/**
+ * Usage reports: sums of the `usage_daily` projection, filtered and grouped; and each request's own charge, from the
+ * `holds` projection (one hold per billed request, its `captured` the whole charge, overage included).
+ */
 import { Context, type Effect } from "effect"
 import type { StoreUnavailable } from "./StoreErrors.ts"
 
@@ -33,7 +36,34 @@ export interface UsageLine {
   readonly cost: bigint
 }
 
+export interface RequestChargeQuery {
+  readonly accountId: string
+  readonly keyId?: string | undefined
+  /** The `x-request-id` the response carried. */
+  readonly requestId?: string | undefined
+  /** Requests placed strictly before this instant (the previous page's last `createdAt`). */
+  readonly before?: Date | undefined
+  readonly limit: number
+}
+
+/** One request's charge: what was held for it and what it cost in the end (0 when it was released). */
+export interface RequestCharge {
+  readonly requestId: string | null
+  readonly model: string | null
+  readonly keyId: string | null
+  /** `pending` while it runs; `settled` once billed; `released` when it cost nothing. */
+  readonly status: string
+  readonly held: bigint
+  readonly cost: bigint
+  readonly createdAt: Date
+  readonly resolvedAt: Date | null
+}
+
 export class UsageReports extends Context.Service<
   UsageReports,
-  { readonly report: (query: UsageQuery) => Effect.Effect<ReadonlyArray<UsageLine>, StoreUnavailable> }
+  {
+    readonly report: (query: UsageQuery) => Effect.Effect<ReadonlyArray<UsageLine>, StoreUnavailable>
+    /** The account's requests, newest first. */
+    readonly requests: (query: RequestChargeQuery) => Effect.Effect<ReadonlyArray<RequestCharge>, StoreUnavailable>
+  }
 >()("tollgate/app/UsageReports") {}

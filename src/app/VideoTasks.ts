@@ -8,6 +8,7 @@
  * full refund; stored content is deleted after the retention period and its expiry recorded.
  */
 
+import { Alerts } from "./alerts/Alerts.ts"
 import { Context, Effect, Layer, Queue } from "effect"
 import { randomUUID } from "node:crypto"
 import { GuardedFetcher } from "./ports/GuardedFetcher.ts"
@@ -126,6 +127,7 @@ export class VideoTasks extends Context.Service<
           config,
           fetcher,
           media,
+          alerts: yield* Alerts,
           options,
           workerId,
           pollIntervalMs,

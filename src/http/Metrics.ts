@@ -2,8 +2,10 @@
  * Prometheus metrics (`GET /metrics`, prom-client's text format). Per request: counts and latency by route pattern,
  * method, model and status, split into the upstream's share and the gateway's own overhead. At scrape time, from the
  * store (so every instance on one database agrees): ledger events appended, holds outstanding, video tasks by state.
+ * Per deployment, from routing (DeploymentMetrics.ts): state, in flight, attempts by outcome, error rate, latency.
  * From this instance's ledger writers: batches, commands and batch retries (the group commit's batch size and its
- * conflict rate). Plus the process's CPU, memory and event-loop lag. Open unless `TOLLGATE_METRICS_TOKEN` is set, then Bearer.
+ * conflict rate). Plus the process's CPU, memory and event-loop lag. Open unless `TOLLGATE_METRICS_TOKEN` is set,
+ * then Bearer.
  *
  * A streamed response is measured to its first byte (the headers): the whole stream's length is the client's pace.
  */
@@ -16,6 +18,8 @@ import { OperationalStats } from "../app/OperationalStats.ts"
 import type { RequestTelemetry } from "../app/RequestTelemetry.ts"
 import { PluginRegistry } from "../app/PluginRegistry.ts"
 import { apiError } from "./ApiError.ts"
+import { Deployments } from "../app/routing/Deployments.ts"
+import { registerDeploymentMetrics } from "./DeploymentMetrics.ts"
 
 export interface RequestObservation {
   readonly route: string
@@ -46,6 +50,7 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
       const stats = yield* OperationalStats
       const ledger = yield* Ledger
       const plugins = yield* PluginRegistry
+      const deployments = yield* Deployments
       const registry = new Registry()
       collectDefaultMetrics({ register: registry, prefix: "tollgate_" })
       const labelNames = ["route", "method", "model", "status"] as const
@@ -184,6 +189,7 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
           this.set(ledger.liveStats().pendingResolutions)
         }
       })
+      registerDeploymentMetrics(registry, deployments)
       const sink: MetricsSink = {
         observe: ({ route, method, status, seconds, telemetry }) => {
           // A model the catalog does not have is one label, `unknown`: a client must not grow the label set.

@@ -1,12 +1,21 @@
 /**
  * Usage and balance for the two audiences: the operator (`GET /admin/usage`, any account) and a key holder
- * (`GET /v1/usage`, `GET /v1/balance`, their own account only, with their API key).
+ * (`GET /v1/usage`, `GET /v1/balance`, their own account only, with their API key); and each request's own charge
+ * (`GET /v1/usage/requests`, `GET /admin/usage/requests?accountId=`), found by the `x-request-id` its response carried.
  */
 import { Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { Accounts } from "../app/Accounts.ts"
 import { Keys } from "../app/Keys.ts"
-import { USAGE_GROUPS, type UsageGroup, type UsageLine, type UsageQuery, UsageReports } from "../app/UsageReports.ts"
+import {
+  type RequestCharge,
+  type RequestChargeQuery,
+  USAGE_GROUPS,
+  type UsageGroup,
+  type UsageLine,
+  type UsageQuery,
+  UsageReports
+} from "../app/UsageReports.ts"
 import { isUuid } from "../domain/Ids.ts"
 import { parseDay, parseInstant } from "../domain/Instants.ts"
 import { formatMicros } from "../domain/Money.ts"
@@ -93,6 +102,67 @@ const ownUsage = Effect.gen(function* () {
   return json({ data: lines.map(lineView) })
 })
 
+const chargeView = (charge: RequestCharge) => ({
+  requestId: charge.requestId,
+  model: charge.model,
+  keyId: charge.keyId,
+  status: charge.status,
+  held: formatMicros(charge.held),
+  cost: formatMicros(charge.cost),
+  createdAt: charge.createdAt.toISOString(),
+  resolvedAt: charge.resolvedAt?.toISOString() ?? null
+})
+
+/** `limit` (1–1000, default 100), `before` (an ISO instant: the previous page's last `createdAt`), `requestId`, `keyId`. */
+const readChargeQuery = (params: URLSearchParams, accountId: string) =>
+  Effect.gen(function* () {
+    const limitText = params.get("limit") ?? "100"
+    if (!/^\d{1,4}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 1000) {
+      return yield* badRequest("limit: expected an integer from 1 to 1000", "limit")
+    }
+    const beforeText = params.get("before")
+    const before = beforeText === null || beforeText === "" ? undefined : parseInstant(beforeText)
+    if (beforeText !== null && beforeText !== "" && before === undefined) {
+      return yield* badRequest("before: expected an ISO 8601 instant with a zone", "before")
+    }
+    const requestId = params.get("requestId") ?? undefined
+    if (requestId !== undefined && (requestId.length === 0 || requestId.length > 200)) {
+      return yield* badRequest("requestId: expected 1 to 200 characters", "requestId")
+    }
+    const limit = Number(limitText)
+    return {
+      accountId,
+      keyId: yield* uuidParam("keyId", params.get("keyId")),
+      requestId,
+      before: before === undefined ? undefined : new Date(before),
+      limit
+    }
+  })
+
+const chargesOf = (query: RequestChargeQuery) =>
+  Effect.gen(function* () {
+    const charges = yield* (yield* UsageReports).requests({ ...query, limit: query.limit + 1 })
+    return json({
+      object: "list",
+      data: charges.slice(0, query.limit).map(chargeView),
+      has_more: charges.length > query.limit
+    })
+  })
+
+const ownRequests = Effect.gen(function* () {
+  const key = yield* authenticate("openai")
+  return yield* chargesOf(yield* readChargeQuery(yield* searchParams, key.accountId))
+})
+
+const adminRequests = admin(
+  Effect.gen(function* () {
+    const params = yield* searchParams
+    const accountId = yield* uuidParam("accountId", params.get("accountId"))
+    if (accountId === undefined) return yield* badRequest("accountId: required (a uuid)", "accountId")
+    return yield* chargesOf(yield* readChargeQuery(params, accountId))
+  })
+)
+
 const balance = Effect.gen(function* () {
   const key = yield* authenticate("openai")
   const account = yield* (yield* Accounts).get(key.accountId)
@@ -114,6 +184,8 @@ const balance = Effect.gen(function* () {
 
 export const layer = Layer.mergeAll(
   route("GET", "/admin/usage", adminUsage),
+  route("GET", "/admin/usage/requests", adminRequests),
   route("GET", "/v1/usage", ownUsage, "openai"),
+  route("GET", "/v1/usage/requests", ownRequests, "openai"),
   route("GET", "/v1/balance", balance, "openai")
 )

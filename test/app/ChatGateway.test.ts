@@ -6,6 +6,7 @@
  * and leaves no hold.
  */
 import { assert, layer } from "@effect/vitest"
+import { routingLayer } from "../support/Routing.ts"
 import { Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { AuthenticatedKey } from "../../src/app/Keys.ts"
@@ -97,7 +98,8 @@ for (const { target, storeLayer } of availableStores("ChatGateway")) {
           ChatGateway.layer.pipe(
             Layer.provide(Layer.succeed(PluginRegistry, registry)),
             Layer.provide(ChatDialectsLive.layer),
-            Layer.provide(TokenCounterLive.layer)
+            Layer.provide(TokenCounterLive.layer),
+            Layer.provide(routingLayer())
           )
         )
         return Context.get(context, ChatGateway)

@@ -291,6 +291,101 @@ server: { port: 1 }
     })
   )
 
+  it.effect("reads deployments: weights, priorities, limits and the short form's fallback order", () =>
+    Effect.gen(function* () {
+      const config = yield* parseYaml(`
+upstreams:
+  a: { protocol: openai, baseUrl: "https://a.example/v1", apiKey: "k", rpm: 100, maxConcurrency: 4 }
+  b: { protocol: anthropic, baseUrl: "https://b.example", apiKey: "k" }
+models:
+  - id: m
+    plugin: text
+    upstreamModel: base
+    deployments:
+      - { upstream: a, weight: 3 }
+      - { upstream: a, upstreamModel: other, weight: 0.5, priority: 1, maxConcurrency: 2, rpm: 10, tpm: 1000 }
+      - b
+    pricing: { input: "1", output: "1" }
+  - { id: n, plugin: text, upstreams: [b, a], pricing: { input: "1", output: "1" } }
+routing: { maxAttempts: 2, circuitOpenSeconds: 10 }
+`)
+      const [m, n] = config.models
+      assert.deepStrictEqual(
+        m?.deployments?.map((d) => [
+          d.upstream.name,
+          d.upstreamModel,
+          d.weight,
+          d.priority,
+          d.maxConcurrency,
+          d.rpm,
+          d.tpm
+        ]),
+        [
+          ["a", "base", 3, 0, null, null, null],
+          ["a", "other", 0.5, 1, 2, 10, 1000],
+          ["b", "base", 1, 0, null, null, null]
+        ]
+      )
+      assert.deepStrictEqual(
+        m?.upstreams.map((upstream) => upstream.name),
+        ["a", "b"]
+      )
+      assert.deepStrictEqual(
+        n?.deployments?.map((d) => [d.upstream.name, d.upstreamModel, d.priority]),
+        [
+          ["b", "n", 0],
+          ["a", "n", 1]
+        ]
+      )
+      assert.deepStrictEqual(config.upstreamLimits?.get("a"), { rpm: 100, tpm: null, maxConcurrency: 4 })
+      assert.deepStrictEqual(config.routing, {
+        maxAttempts: 2,
+        retryBudgetMs: 30_000,
+        failureThreshold: 5,
+        circuitOpenSeconds: 10,
+        cooldownSeconds: 1,
+        maxCooldownSeconds: 300
+      })
+    })
+  )
+
+  it.effect("reports deployment problems at their paths", () =>
+    Effect.gen(function* () {
+      const issues = yield* issuesOf(
+        withModels(`  - id: m
+    plugin: text
+    upstreams: [a]
+    deployments: [{ upstream: a }]
+    pricing: { input: "1", output: "1" }
+  - id: n
+    plugin: text
+    deployments:
+      - { upstream: a, weight: 0, priority: -1, rpm: 1.5, color: red }
+      - { upstream: a }
+      - { upstream: nope }
+      - { weight: 2 }
+    pricing: { input: "1", output: "1" }
+  - { id: o, plugin: text, deployments: [], pricing: { input: "1", output: "1" } }`) +
+          `
+routing: { maxAttempts: 0, jitter: 1 }
+`
+      )
+      assert.deepStrictEqual(issues, [
+        "models[0].deployments: give either upstreams or deployments, not both",
+        "models[1].deployments[0].color: unknown key",
+        "models[1].deployments[0].weight: expected a positive number (at most 1000000)",
+        "models[1].deployments[0].priority: expected an integer of 0 or more (lower is preferred)",
+        "models[1].deployments[0].rpm: expected a positive integer",
+        "models[1].deployments[1]: this upstream and upstreamModel are already a deployment of this model",
+        "models[1].deployments[2].upstream: no such upstream (defined: a, b)",
+        "models[1].deployments[3].upstream: required",
+        "models[2].deployments: expected at least one deployment",
+        "routing.jitter: unknown key",
+        "routing.maxAttempts: expected a positive integer"
+      ])
+    })
+  )
+
   it.effect("reports unreadable text and empty files", () =>
     Effect.gen(function* () {
       const yaml = yield* issuesOf("upstreams: [\n  a: b")

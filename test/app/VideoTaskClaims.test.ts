@@ -4,6 +4,8 @@
  * own tasks and neither fails the other's; a task whose model no instance serves stays queued until its deadline,
  * when whichever instance polls fails it and refunds the hold. TestClock drives the worker; `pollDue` by hand.
  */
+import { Alerts } from "../../src/app/alerts/Alerts.ts"
+import * as PgAlertStore from "../../src/adapters/store/PgAlertStore.ts"
 import { NodeServices } from "@effect/platform-node"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
@@ -77,6 +79,8 @@ const instance = (configPath: string) =>
           Layer.mergeAll(
             FileContentStore.layer(join(dir, `content-${randomUUID()}`)),
             MediaProbeLive.layer,
+            // Its failed tasks raise alerts into the shared database's outbox.
+            Alerts.layer.pipe(Layer.provide(PgAlertStore.layer)),
             PluginsLayer.layerFrom(() => "test").pipe(
               Layer.provide(UpstreamClient.layer),
               Layer.provide(ImageFetcherService.layer),

@@ -28,6 +28,7 @@ import {
   GuardedFetcher,
   type OpenedResource,
   type OpenOptions,
+  type PostOptions,
   type ProbedResource
 } from "../../app/ports/GuardedFetcher.ts"
 import { traced } from "../../app/Traced.ts"
@@ -132,7 +133,12 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
       target: URL,
       addresses: ReadonlyArray<ResolvedAddress>,
       via: string,
-      request_: { readonly method: "GET" | "HEAD"; readonly keep: boolean; readonly open?: OpenOptions | undefined }
+      request_: {
+        readonly method: "GET" | "HEAD" | "POST"
+        readonly keep: boolean
+        readonly open?: OpenOptions | undefined
+        readonly send?: PostOptions | undefined
+      }
     ) =>
       Effect.gen(function* () {
         const agent = yield* Effect.acquireRelease(
@@ -151,7 +157,13 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
               method: request_.method,
               dispatcher: agent,
               signal: open?.signal === undefined ? signal : AbortSignal.any([signal, open.signal]),
-              headers: { "user-agent": USER_AGENT, accept: "*/*", "accept-encoding": "identity" },
+              headers: {
+                "user-agent": USER_AGENT,
+                accept: "*/*",
+                "accept-encoding": "identity",
+                ...request_.send?.headers
+              },
+              ...(request_.send === undefined ? {} : { body: request_.send.body }),
               ...(open === undefined ? {} : { headersTimeout: open.headersTimeoutMs, bodyTimeout: open.idleTimeoutMs })
             }),
           catch: (cause) =>
@@ -203,7 +215,22 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
         }
       })
 
-    return { refuse, follow }
+    /** One POST to the URL's vetted addresses; a redirect is not followed (the answer is its status). */
+    const post = (send: PostOptions) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const hop = yield* target(url, undefined, "")
+          const addresses = yield* vet(hop, "")
+          const outcome = yield* exchange(hop, addresses, "", { method: "POST", keep: false, send })
+          if (outcome._tag === "Redirect") {
+            return yield* refuse("redirect", "the server answered with a redirect, which is not followed for a POST")
+          }
+          discard(outcome.response.body)
+          return { status: outcome.response.statusCode }
+        })
+      )
+
+    return { refuse, follow, post }
   }
 
   const deadline =
@@ -293,7 +320,11 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
           } satisfies OpenedResource)
         )
         .pipe(deadline(url, options.headersTimeoutMs))
-    }, traced("GuardedFetcher.open"))
+    }, traced("GuardedFetcher.open")),
+
+    post: Effect.fnUntraced(function* (url: string, options: PostOptions) {
+      return yield* hopsOf(url, []).post(options).pipe(deadline(url, options.timeoutMs))
+    }, traced("GuardedFetcher.post"))
   }
 }
 

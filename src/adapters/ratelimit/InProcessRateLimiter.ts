@@ -1,7 +1,7 @@
 /** Rate limits kept in this process: right for one instance; several instances share Redis instead. */
 import { Clock, Effect, Layer } from "effect"
 import { type Admission, MINUTE_MS, RateLimited, RateLimiter, secondsToNextMinute } from "../../app/RateLimiter.ts"
-import { effectiveRateLimits, type RateLimits } from "../../domain/keys/RateLimits.ts"
+import { effectiveRateLimits, noRateLimits, type RateLimits } from "../../domain/keys/RateLimits.ts"
 
 interface KeyWindow {
   minute: number
@@ -27,9 +27,10 @@ export const layer = (defaults: RateLimits): Layer.Layer<RateLimiter> =>
       return window
     }
     return RateLimiter.of({
-      admit: (keyId, own) =>
+      admit: (keyId, own, options) =>
         Effect.gen(function* () {
-          const limits = effectiveRateLimits(own ?? defaults, defaults)
+          const limits =
+            options?.defaults === false ? (own ?? noRateLimits) : effectiveRateLimits(own ?? defaults, defaults)
           if (limits.rpm === null && limits.tpm === null && limits.concurrency === null) return unlimited
           const now = yield* Clock.currentTimeMillis
           const window = current(keyId, now)

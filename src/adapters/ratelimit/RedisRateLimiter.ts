@@ -8,7 +8,7 @@
 import { Clock, Effect, Layer, Redacted } from "effect"
 import { randomUUID } from "node:crypto"
 import { type Admission, MINUTE_MS, RateLimited, RateLimiter, secondsToNextMinute } from "../../app/RateLimiter.ts"
-import { effectiveRateLimits, type RateLimits } from "../../domain/keys/RateLimits.ts"
+import { effectiveRateLimits, noRateLimits, type RateLimits } from "../../domain/keys/RateLimits.ts"
 
 /** A slot older than this no longer counts against concurrency (its request, or its instance, is gone). */
 const SLOT_TTL_MS = 15 * MINUTE_MS
@@ -68,9 +68,10 @@ export const layer = (url: Redacted.Redacted<string>, defaults: RateLimits): Lay
           )
         )
       return RateLimiter.of({
-        admit: (keyId, own) =>
+        admit: (keyId, own, options) =>
           Effect.gen(function* () {
-            const limits = effectiveRateLimits(own ?? defaults, defaults)
+            const limits =
+              options?.defaults === false ? (own ?? noRateLimits) : effectiveRateLimits(own ?? defaults, defaults)
             if (limits.rpm === null && limits.tpm === null && limits.concurrency === null) return unlimited
             const now = yield* Clock.currentTimeMillis
             const [requests, tokens, slots] = keys(keyId, Math.floor(now / MINUTE_MS))

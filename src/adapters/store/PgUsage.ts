@@ -1,7 +1,13 @@
 /** Usage reports over `usage_daily` (UsageProjection.ts): one GROUP BY query, filters as parameters. */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { type UsageLine, type UsageQuery, UsageReports } from "../../app/UsageReports.ts"
+import {
+  type RequestCharge,
+  type RequestChargeQuery,
+  type UsageLine,
+  type UsageQuery,
+  UsageReports
+} from "../../app/UsageReports.ts"
 import { orUnavailable } from "./PgEventStore.ts"
 import { NIL_UUID } from "./UsageProjection.ts"
 
@@ -17,6 +23,17 @@ interface Row {
   readonly images: string
   readonly video_seconds: string
   readonly cost: string
+}
+
+interface ChargeRow {
+  readonly request_id: string | null
+  readonly model: string | null
+  readonly key_id: string | null
+  readonly status: string
+  readonly amount: string
+  readonly captured: string
+  readonly placed_at: Date
+  readonly resolved_at: Date | null
 }
 
 const COLUMN = { day: "u.day", model: "u.model", key: "u.key_id" } as const
@@ -65,6 +82,33 @@ export const layer = Layer.effect(
           })
         )
       }).pipe(orUnavailable)
-    return UsageReports.of({ report })
+    const requests = (query: RequestChargeQuery) =>
+      sql<ChargeRow>`
+        SELECT request_id, model, key_id, status, amount::text AS amount, captured::text AS captured, placed_at,
+          resolved_at
+        FROM holds
+        WHERE account_id = ${query.accountId}::uuid
+          AND (${query.keyId ?? null}::uuid IS NULL OR key_id = ${query.keyId ?? null}::uuid)
+          AND (${query.requestId ?? null}::text IS NULL OR request_id = ${query.requestId ?? null}::text)
+          AND (${query.before ?? null}::timestamptz IS NULL OR placed_at < ${query.before ?? null}::timestamptz)
+        ORDER BY placed_at DESC, hold_id
+        LIMIT ${query.limit}`.pipe(
+        Effect.map((rows) =>
+          rows.map(
+            (row): RequestCharge => ({
+              requestId: row.request_id,
+              model: row.model,
+              keyId: row.key_id,
+              status: row.status,
+              held: BigInt(row.amount),
+              cost: row.status === "settled" ? BigInt(row.captured) : 0n,
+              createdAt: new Date(row.placed_at),
+              resolvedAt: row.resolved_at === null ? null : new Date(row.resolved_at)
+            })
+          )
+        ),
+        orUnavailable
+      )
+    return UsageReports.of({ report, requests })
   })
 )

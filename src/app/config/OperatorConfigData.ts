@@ -2,17 +2,42 @@
 import type { UpstreamConfig } from "@tollgate/plugin-spec"
 import type { RateLimits } from "../../domain/keys/RateLimits.ts"
 import type { ModelPricing } from "./ModelPricing.ts"
+import type { UpstreamLimits } from "./decodeDeployments.ts"
+import type { AlertWebhookConfig } from "./decodeAlerts.ts"
 
 /** One upstream endpoint the gateway calls: the plugin spec's type, which plugins receive as is. */
 export type { UpstreamConfig }
+
+/**
+ * One place a model is served: an upstream, the model name sent there, and how much of the model's traffic it takes
+ * (see docs/deployments.md).
+ */
+export interface DeploymentConfig {
+  readonly upstream: UpstreamConfig
+  readonly upstreamModel: string
+  /** Its share of its priority tier's traffic, relative to the others' (default 1). */
+  readonly weight: number
+  /** Lower is preferred: a tier takes traffic only while every better one is unhealthy or saturated (default 0). */
+  readonly priority: number
+  /** The most requests in flight here at once (null: no limit). */
+  readonly maxConcurrency: number | null
+  /** This deployment's own requests and tokens per minute (null: no limit). */
+  readonly rpm: number | null
+  readonly tpm: number | null
+}
 
 /** A model clients can name, the plugin that serves it, where it is sent, and what it costs. */
 export interface ModelConfig {
   readonly id: string
   /** A built-in family (`text`, `chat-image`, …) or the id a loaded plugin declares. */
   readonly plugin: string
-  /** In fallback order; never empty. */
+  /** Each distinct upstream of `deployments`, in the order first named; never empty. */
   readonly upstreams: ReadonlyArray<UpstreamConfig>
+  /**
+   * Where requests go, spread by weight within the best healthy priority tier. Absent: each of `upstreams` with the
+   * model's `upstreamModel`, weight 1, priorities 0, 1, 2… (the order is the fallback order).
+   */
+  readonly deployments?: ReadonlyArray<DeploymentConfig> | undefined
   /** The model name sent upstream; the model id when the file leaves it out. */
   readonly upstreamModel: string
   readonly pricing: ModelPricing
@@ -20,8 +45,25 @@ export interface ModelConfig {
   readonly maxOutputTokens: number | undefined
 }
 
+/** How deployments' health is learned and how far one request may retry (`routing:` in the file). */
+export interface RoutingConfig {
+  /** Attempts per request, across deployments, before the first byte (default 3). */
+  readonly maxAttempts: number
+  /** No new attempt starts once this much time has passed since the first (default 30000). */
+  readonly retryBudgetMs: number
+  /** Failures in a row that open a deployment's circuit (default 5). */
+  readonly failureThreshold: number
+  /** How long an open circuit keeps requests away before a trial (default 30). */
+  readonly circuitOpenSeconds: number
+  /** Cooldown after a 429 without `retry-after`, doubling with each in a row (default 1, at most `maxCooldownSeconds`). */
+  readonly cooldownSeconds: number
+  readonly maxCooldownSeconds: number
+}
+
 export interface OperatorConfigData {
   readonly upstreams: ReadonlyMap<string, UpstreamConfig>
+  /** Each upstream's own `rpm`, `tpm` and `maxConcurrency`, across every model it serves (absent: none). */
+  readonly upstreamLimits?: ReadonlyMap<string, UpstreamLimits> | undefined
   readonly models: ReadonlyArray<ModelConfig>
   /** Module specifiers to import; relative paths in the file are resolved against the file's folder. */
   readonly plugins: ReadonlyArray<string>
@@ -33,6 +75,10 @@ export interface OperatorConfigData {
     readonly deadlineMinutes: number
     readonly retentionDays: number
   }
+  /** Webhooks for every account and for the operator's own events (absent: none). */
+  readonly alerts?: ReadonlyArray<AlertWebhookConfig> | undefined
+  /** Absent: the defaults (`RoutingDefaults`). */
+  readonly routing?: RoutingConfig | undefined
   /** Stored Responses API responses: kept this many days (30 when absent), then deleted. */
   readonly responses?: { readonly retentionDays: number }
 }

@@ -1,6 +1,9 @@
 import { Redacted, Result } from "effect"
 import type { ModelConfig, OperatorConfigData, UpstreamConfig } from "./OperatorConfigData.ts"
 import { expandEnv, Unresolved } from "./expandEnv.ts"
+import { Input } from "./ConfigInput.ts"
+import { decodeAlerts } from "./decodeAlerts.ts"
+import { decodeDeployments, decodeRouting, decodeUpstreamLimits, type UpstreamLimits } from "./decodeDeployments.ts"
 import {
   isPriceName,
   makeModelPricing,
@@ -54,11 +57,14 @@ export const decodeOperatorConfig = (
     "ledger",
     "video",
     "responses",
-    "rateLimits"
+    "rateLimits",
+    "routing",
+    "alerts"
   ])
   if (root === undefined) return Result.fail(issues)
 
-  const upstreams = decodeUpstreams(input, root.upstreams)
+  const upstreamLimits = new Map<string, UpstreamLimits>()
+  const upstreams = decodeUpstreams(input, root.upstreams, upstreamLimits)
   const models = decodeModels(input, root.models, upstreams, options.priceKeys ?? new Map())
   const plugins = input.list(root.plugins, "plugins", false)?.flatMap((item, index) => {
     const specifier = input.string(item, `plugins[${index}]`)
@@ -75,7 +81,10 @@ export const decodeOperatorConfig = (
       : input.positiveInt(rateLimits[name], `rateLimits.${name}`, 0)
   const config: OperatorConfigData = {
     upstreams,
+    upstreamLimits,
     models,
+    routing: decodeRouting(input, root.routing),
+    alerts: decodeAlerts(input, root.alerts),
     plugins: plugins ?? [],
     ledger: {
       holdTtlSeconds: input.positiveInt(
@@ -113,7 +122,11 @@ export const decodeOperatorConfig = (
   return issues.length === 0 ? Result.succeed(config) : Result.fail(issues)
 }
 
-const decodeUpstreams = (input: Input, raw: unknown): ReadonlyMap<string, UpstreamConfig> => {
+const decodeUpstreams = (
+  input: Input,
+  raw: unknown,
+  limits: Map<string, UpstreamLimits>
+): ReadonlyMap<string, UpstreamConfig> => {
   const upstreams = new Map<string, UpstreamConfig>()
   const entries = input.object(raw, "upstreams", undefined)
   if (entries === undefined) return upstreams
@@ -126,9 +139,13 @@ const decodeUpstreams = (input: Input, raw: unknown): ReadonlyMap<string, Upstre
       "apiKey",
       "timeoutMs",
       "idleTimeoutMs",
-      "maxConnections"
+      "maxConnections",
+      "rpm",
+      "tpm",
+      "maxConcurrency"
     ])
     if (fields === undefined) continue
+    limits.set(name, decodeUpstreamLimits(input, fields, path))
     const protocol = fields.protocol
     if (protocol === undefined) input.issue(`${path}.protocol`, "required")
     else if (!isUpstreamProtocol(protocol)) {
@@ -178,6 +195,7 @@ const decodeModels = (
       "id",
       "plugin",
       "upstreams",
+      "deployments",
       "upstreamModel",
       "pricing",
       "maxOutputTokens"
@@ -190,9 +208,9 @@ const decodeModels = (
       else input.issue(`${path}.id`, `duplicate model id (first defined at ${first})`)
     }
     const plugin = input.string(fields.plugin, `${path}.plugin`)
-    const routes = decodeRoutes(input, fields.upstreams, `${path}.upstreams`, upstreams)
     const upstreamModel =
       fields.upstreamModel === undefined ? id : input.string(fields.upstreamModel, `${path}.upstreamModel`)
+    const routes = decodeDeployments(input, fields, path, upstreams, upstreamModel)
     const pricing = decodePricing(input, fields.pricing, `${path}.pricing`)
     const keys = plugin === undefined ? undefined : priceKeys.get(plugin)
     if (plugin !== undefined && keys !== undefined && typeof fields.pricing === "object" && fields.pricing !== null) {
@@ -203,28 +221,9 @@ const decodeModels = (
         ? undefined
         : input.positiveInt(fields.maxOutputTokens, `${path}.maxOutputTokens`, 0)
     if (id === undefined || plugin === undefined || upstreamModel === undefined || pricing === undefined) return
-    models.push({ id, plugin, upstreams: routes, upstreamModel, pricing, maxOutputTokens })
+    models.push({ id, plugin, ...routes, upstreamModel, pricing, maxOutputTokens })
   })
   return models
-}
-
-const decodeRoutes = (
-  input: Input,
-  raw: unknown,
-  path: string,
-  upstreams: ReadonlyMap<string, UpstreamConfig>
-): ReadonlyArray<UpstreamConfig> => {
-  const names = input.list(raw, path, true)
-  if (names === undefined) return []
-  if (names.length === 0) input.issue(path, "expected at least one upstream name")
-  const defined = [...upstreams.keys()].join(", ") || "none"
-  return names.flatMap((item, index) => {
-    const name = input.string(item, `${path}[${index}]`)
-    if (name === undefined) return []
-    const upstream = upstreams.get(name)
-    if (upstream === undefined) input.issue(`${path}[${index}]`, `no such upstream (defined: ${defined})`)
-    return upstream === undefined ? [] : [upstream]
-  })
 }
 
 const decodePricing = (input: Input, raw: unknown, path: string): ModelPricing | undefined => {
@@ -246,78 +245,3 @@ const decodePricing = (input: Input, raw: unknown, path: string): ModelPricing |
 }
 
 const isRelative = (specifier: string): boolean => specifier.startsWith("./") || specifier.startsWith("../")
-
-/** Reads loosely typed values, recording a path-named issue for each that does not fit. */
-class Input {
-  constructor(private readonly issues: Array<string>) {}
-
-  issue(path: string, message: string): void {
-    this.issues.push(`${path}: ${message}`)
-  }
-
-  push(issue: string): void {
-    this.issues.push(issue)
-  }
-
-  /** An object; with `keys`, any other key is reported. Absent is an issue only when `required`. */
-  object(
-    value: unknown,
-    path: string,
-    keys: ReadonlyArray<string> | undefined,
-    required = true
-  ): Record<string, unknown> | undefined {
-    if (value === undefined || value === null) {
-      if (required) this.issue(path, "required")
-      return undefined
-    }
-    if (value === Unresolved) return undefined
-    if (typeof value !== "object" || Array.isArray(value)) {
-      this.issue(path, "expected an object")
-      return undefined
-    }
-    const record = value as Record<string, unknown>
-    if (keys !== undefined) {
-      for (const key of Object.keys(record)) {
-        if (!keys.includes(key)) this.issue(path === "config" ? key : `${path}.${key}`, "unknown key")
-      }
-    }
-    return record
-  }
-
-  list(value: unknown, path: string, required: boolean): ReadonlyArray<unknown> | undefined {
-    if (value === undefined || value === null) {
-      if (required) this.issue(path, "required")
-      return undefined
-    }
-    if (!Array.isArray(value)) {
-      this.issue(path, "expected a list")
-      return undefined
-    }
-    return value
-  }
-
-  /** A non-empty string. */
-  string(value: unknown, path: string): string | undefined {
-    if (value === Unresolved) return undefined
-    if (value === undefined || value === null) {
-      this.issue(path, "required")
-      return undefined
-    }
-    if (typeof value !== "string" || value.trim() === "") {
-      this.issue(path, "expected a non-empty string")
-      return undefined
-    }
-    return value
-  }
-
-  /** A positive integer, written as a number or, after `${VAR}` expansion, as digits; `fallback` when absent. */
-  positiveInt(value: unknown, path: string, fallback: number): number {
-    if (value === undefined || value === null || value === Unresolved) return fallback
-    const number = typeof value === "string" && /^[0-9]+$/.test(value) ? Number(value) : value
-    if (typeof number !== "number" || !Number.isSafeInteger(number) || number <= 0) {
-      this.issue(path, "expected a positive integer")
-      return fallback
-    }
-    return number
-  }
-}

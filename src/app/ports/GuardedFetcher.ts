@@ -1,5 +1,5 @@
 /**
- * Fetching URLs the gateway did not choose (image links, video input links, video results) under the address rule:
+ * Fetching URLs the gateway did not choose (image links, video input links, video results, alert webhooks) under the address rule:
  * never a private, loopback or metadata address, redirects vetted hop by hop. A port: callers see this interface and
  * the fetch adapter implements it.
  */
@@ -56,6 +56,14 @@ export interface OpenedResource {
   readonly finalUrl: string
 }
 
+export interface PostOptions {
+  /** Lower-case names; sent as given. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+  /** DNS, the connection and the answer's headers must arrive within this. */
+  readonly timeoutMs: number
+}
+
 export class GuardedFetcher extends Context.Service<
   GuardedFetcher,
   {
@@ -74,5 +82,10 @@ export class GuardedFetcher extends Context.Service<
      * whatever its status: the caller streams or discards it. The connection closes once the body is done.
      */
     readonly open: (url: string, options: OpenOptions) => Effect.Effect<OpenedResource, FetchRefused>
+    /**
+     * POSTs `body` to a URL under the same rule (alert webhooks) and answers the status, whatever it is; a redirect is
+     * not followed. Fails with `FetchRefused` when the URL may not be reached or no answer came within `timeoutMs`.
+     */
+    readonly post: (url: string, options: PostOptions) => Effect.Effect<{ readonly status: number }, FetchRefused>
   }
 >()("tollgate/app/ports/GuardedFetcher") {}

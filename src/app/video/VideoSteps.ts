@@ -11,7 +11,7 @@ import type { CancelsVideoTasks } from "../../plugins/video/VideoPlugin.ts"
 import { contentKeyFor, decidedEvents, isRetryable, type StepOutcome, type VideoContext } from "./VideoTaskParts.ts"
 
 export const makeVideoSteps = (context: VideoContext) => {
-  const { store, ledger, contents, media, workerId, retentionMs, companion, options } = context
+  const { store, ledger, contents, media, alerts, workerId, retentionMs, companion, options } = context
   /** Appends a decision's events for a task (no money moves): dispatch, progress, content expiry. */
   const record = (state: VideoTaskState, command: VideoCommand) =>
     Effect.gen(function* () {
@@ -31,6 +31,14 @@ export const makeVideoSteps = (context: VideoContext) => {
       const { companion: withTask } = companion(state, decidedEvents(decision))
       yield* ledger.releaseWith(state.accountId, state.holdId, reason, withTask)
       yield* Effect.logInfo("video task failed").pipe(Effect.annotateLogs({ taskId: state.taskId, code }))
+      if (reason !== "cancelled") {
+        yield* alerts.raise({
+          key: `video.failed:${state.taskId}`,
+          type: "video.failed",
+          accountId: state.accountId,
+          data: { accountId: state.accountId, videoId: state.taskId, model: state.model, code, message }
+        })
+      }
     })
 
   /** Downloads and stores the result, measures it, and settles the hold from real usage, in one transaction. */

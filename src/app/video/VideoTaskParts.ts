@@ -2,6 +2,7 @@
  * What the video task's submit and worker share: errors, options, the ids a task is keyed by, the retry rules, and
  * the context both are built from.
  */
+import type { Alerts } from "../alerts/Alerts.ts"
 import { type Queue, Result, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import type { GuardedFetcher } from "../ports/GuardedFetcher.ts"
@@ -146,6 +147,8 @@ export interface VideoContext {
   readonly config: OperatorConfig["Service"]
   readonly fetcher: GuardedFetcher["Service"]
   readonly media: MediaProbe["Service"]
+  /** Told when a task fails (`video.failed`). */
+  readonly alerts: Alerts["Service"]
   readonly options: VideoWorkerOptions
   /** This instance's worker id (lease owner). */
   readonly workerId: string

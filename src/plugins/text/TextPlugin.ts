@@ -46,43 +46,40 @@ export const failureFromUpstream = (error: UpstreamError): PluginFailure => {
   switch (reason._tag) {
     case "HttpStatus": {
       const message = vendorMessage(reason.body)
-      if (reason.status === 401 || reason.status === 403) {
+      // The status goes with every failure: routing reads it (refused credentials disable the upstream).
+      const seen = { detail: reason.body, upstreamStatus: reason.status }
+      const retryAfter = reason.retryAfter === undefined ? {} : { retryAfterSeconds: reason.retryAfter }
+      if (refusedCredentials(reason.status, reason.body)) {
         return pluginFailure(
           "unavailable",
           "the upstream refused the gateway's credentials; the operator must check its key",
-          {
-            detail: reason.body
-          }
+          seen
         )
       }
       if (reason.status === 429) {
         return pluginFailure("rate_limited", `the upstream is rate limiting: ${message ?? "retry later"}`, {
-          ...(reason.retryAfter === undefined ? {} : { retryAfterSeconds: reason.retryAfter }),
-          detail: reason.body
+          ...retryAfter,
+          ...seen
         })
       }
       // Overload is worth saying as such: Anthropic clients see `overloaded_error`, OpenAI ones `service_unavailable_error`.
       if (reason.status === 503 || reason.status === 529) {
         return pluginFailure("overloaded", `the upstream is overloaded: ${message ?? "retry later"}`, {
-          ...(reason.retryAfter === undefined ? {} : { retryAfterSeconds: reason.retryAfter }),
-          detail: reason.body
+          ...retryAfter,
+          ...seen
         })
       }
       if (reason.status >= 400 && reason.status < 500) {
         return pluginFailure(
           "invalid_request",
           `the upstream rejected the request: ${message ?? `HTTP ${reason.status}`}`,
-          {
-            detail: reason.body
-          }
+          seen
         )
       }
       return pluginFailure(
         "unavailable",
         `the upstream failed with HTTP ${reason.status}${message ? `: ${message}` : ""}`,
-        {
-          detail: reason.body
-        }
+        seen
       )
     }
     case "Timeout":
@@ -96,6 +93,10 @@ export const failureFromUpstream = (error: UpstreamError): PluginFailure => {
       return pluginFailure("cancelled", "the request was cancelled")
   }
 }
+
+/** 401 and 403, and Gemini's answer to a wrong key: a 400 whose reason is `API_KEY_INVALID`. */
+export const refusedCredentials = (status: number, body: string | undefined): boolean =>
+  status === 401 || status === 403 || (status === 400 && body !== undefined && body.includes("API_KEY_INVALID"))
 
 /** A failure worth trying the next upstream for: the same request might succeed elsewhere. */
 const tryNext = (error: UpstreamError): boolean => {

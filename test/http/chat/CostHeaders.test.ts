@@ -89,6 +89,55 @@ describe("cost headers", () => {
     })
   }
 
+  it("GET /v1/usage/requests finds each request by its x-request-id, with the cost its header said", async () => {
+    const customer = await h.admin.customer({ deposit: "10" })
+    const said = new Map<string, string | null>()
+    for (let index = 0; index < 3; index++) {
+      const response = await post(customer, "/v1/chat/completions", {
+        model: "sim-openai",
+        messages: [{ role: "user", content: `hi ${index}` }]
+      })
+      assert.strictEqual(response.status, 200)
+      said.set(response.headers.get("x-request-id") ?? "", response.headers.get("x-tollgate-cost"))
+    }
+    const list = async (query: string, key = customer.key) =>
+      h.fetch(`${h.gateway.url}/v1/usage/requests${query}`, { headers: { authorization: `Bearer ${key}` } })
+    type Page = {
+      data: Array<{ requestId: string; cost: string; status: string; createdAt: string }>
+      has_more: boolean
+    }
+    const all = (await (await list("")).json()) as Page
+    assert.strictEqual(all.data.length, 3)
+    for (const entry of all.data) {
+      assert.strictEqual(entry.status, "settled")
+      assert.strictEqual(entry.cost, said.get(entry.requestId))
+    }
+    const [requestId, cost] = [...said.entries()][1] ?? ["", ""]
+    const one = (await (await list(`?requestId=${encodeURIComponent(requestId)}`)).json()) as Page
+    assert.deepStrictEqual(
+      one.data.map((entry) => [entry.requestId, entry.cost]),
+      [[requestId, cost]]
+    )
+    // Pages: newest first, `before` the last one's createdAt.
+    const first = (await (await list("?limit=2")).json()) as Page
+    assert.isTrue(first.has_more)
+    const rest = (await (
+      await list(`?limit=2&before=${encodeURIComponent(first.data[1]?.createdAt ?? "")}`)
+    ).json()) as Page
+    assert.strictEqual(rest.data.length, 1)
+    assert.isFalse(rest.has_more)
+    // Another account's key sees none of them; bad parameters are a 400.
+    const other = await h.admin.customer({ deposit: "1" })
+    assert.strictEqual(
+      ((await (await list(`?requestId=${encodeURIComponent(requestId)}`, other.key)).json()) as Page).data.length,
+      0
+    )
+    assert.strictEqual((await list("?limit=0")).status, 400)
+    assert.strictEqual((await list("?before=yesterday")).status, 400)
+    const operator = await h.admin.call("GET", `/admin/usage/requests?accountId=${customer.accountId}&limit=5`)
+    assert.strictEqual((operator.body as unknown as Page).data.length, 3)
+  })
+
   it("a refused request carries no cost", async () => {
     const customer = await h.admin.customer()
     const response = await h.fetch(`${h.gateway.url}/v1/chat/completions`, {

@@ -1,0 +1,93 @@
+/**
+ * Prompt-cache affinity: the key that keeps one conversation on one deployment, so the vendor's prompt cache there
+ * stays warm. A conversation is an API key plus what its requests share at the start: an explicit cache key
+ * (`prompt_cache_key`, Gemini's `cachedContent`) when the client gave one, else the leading text of the prompt
+ * (system, tools, then messages) when the client marked cache breakpoints (Anthropic `cache_control`) or the prompt
+ * is long enough for a vendor to cache at all (1,024 tokens, OpenAI's and Anthropic's minimum). Shorter prompts
+ * have nothing to keep warm and are spread by weight like any other request.
+ */
+import { createHash } from "node:crypto"
+import type { ChatRequest, PluginModel } from "../../plugins/ModelPlugin.ts"
+import type { RouteHint } from "./Deployments.ts"
+
+/** Vendors cache prompts from this length on; below it, affinity buys nothing. */
+export const CACHEABLE_PROMPT_TOKENS = 1024
+
+/** How much of the prompt's start names the conversation: a cacheable prompt (1,024 tokens) is at least this long. */
+const PREFIX_CHARS = 1024
+
+/** The leading `limit` characters of the prompt as a vendor would cache it: system, tools, then messages in order. */
+const leadingText = (request: ChatRequest, limit: number): string => {
+  let text = ""
+  const add = (piece: string) => {
+    if (text.length < limit) text += `${piece}\u0000`
+    return text.length >= limit
+  }
+  for (const part of request.system) if (add(part.text)) return text.slice(0, limit)
+  for (const tool of request.tools)
+    if (add(`${tool.name}${JSON.stringify(tool.parameters)}`)) return text.slice(0, limit)
+  for (const message of request.messages) {
+    if (add(message.role)) return text.slice(0, limit)
+    for (const part of message.content) {
+      const piece =
+        part.type === "text" || part.type === "thinking"
+          ? part.text
+          : part.type === "image"
+            ? part.source.kind === "url"
+              ? part.source.url
+              : part.source.data.slice(0, 256)
+            : part.type === "tool_call"
+              ? `${part.id}${part.name}${JSON.stringify(part.input)}`
+              : part.type === "tool_result"
+                ? `${part.toolCallId}${part.content.map((item) => (item.type === "text" ? item.text : "")).join("")}`
+                : part.data.slice(0, 256)
+      if (add(piece)) return text.slice(0, limit)
+    }
+  }
+  return text
+}
+
+const digest = (text: string): string => createHash("sha256").update(text).digest("base64url").slice(0, 22)
+
+/** Whether an Anthropic body marks a cache breakpoint anywhere (system, tools or message parts). */
+const marksCacheBreakpoints = (body: Readonly<Record<string, unknown>>): boolean => {
+  const marked = (value: unknown): boolean =>
+    Array.isArray(value) &&
+    value.some(
+      (item) =>
+        typeof item === "object" &&
+        item !== null &&
+        ("cache_control" in item ||
+          ("content" in item &&
+            Array.isArray((item as { content: unknown }).content) &&
+            marked((item as { content: unknown }).content)))
+    )
+  return marked(body.system) || marked(body.tools) || marked(body.messages)
+}
+
+/** The affinity key of a chat request by `keyId`, or undefined when it has no cache worth keeping warm. */
+export const affinityKey = (
+  keyId: string,
+  request: ChatRequest,
+  client: { readonly dialect: string; readonly body: Readonly<Record<string, unknown>> },
+  inputTokens: number
+): string | undefined => {
+  if (request.promptCacheKey !== undefined) return `${keyId}:key:${digest(request.promptCacheKey)}`
+  if (request.cachedContent !== undefined) return `${keyId}:cached:${digest(request.cachedContent)}`
+  const marked = client.dialect === "anthropic" && marksCacheBreakpoints(client.body)
+  if (!marked && inputTokens < CACHEABLE_PROMPT_TOKENS) return undefined
+  return `${keyId}:prefix:${digest(leadingText(request, PREFIX_CHARS))}`
+}
+
+/** How a chat call is routed: its conversation's affinity, the most tokens it can use (its input and the output it may write), and whether it streams. */
+export const chatRouteHint = (
+  keyId: string,
+  request: ChatRequest,
+  client: { readonly dialect: string; readonly body: Readonly<Record<string, unknown>> },
+  inputTokens: number,
+  model: PluginModel
+): RouteHint => ({
+  affinity: affinityKey(keyId, request, client, inputTokens),
+  tokens: inputTokens + (request.maxTokens ?? model.maxOutputTokens),
+  streamed: request.stream
+})

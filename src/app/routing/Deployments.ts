@@ -1,0 +1,347 @@
+/**
+ * Routing: which of a model's deployments takes each attempt of a call, and what each answer teaches about the
+ * deployment. Every family goes through `route`, so spreading by weight, priority tiers, cooldowns, circuits,
+ * disabled upstreams, per-deployment limits and the retry budget are decided here once, not in each plugin; a
+ * plugin sees a model narrowed to the one deployment it is to call.
+ *
+ * An attempt that fails before the first byte in a way another deployment might not (a rate limit, a 5xx, a
+ * timeout, refused credentials) moves on to another deployment, never to one this request already tried, within
+ * `routing.maxAttempts` and `routing.retryBudgetMs`. What an attempt teaches goes through the pure decider
+ * (domain/routing/DeploymentHealth.ts) into `DeploymentStates`, in process or in Redis. A cooling or open
+ * deployment takes no attempt while another is available; when none is, the attempt goes to the one that recovers
+ * first, because shutting a model off entirely is the vendor's to decide (its answer is passed on). A disabled
+ * upstream (refused credentials, or an operator) takes nothing until it is enabled.
+ */
+import { Clock, Context, Effect, Exit, Layer } from "effect"
+import type { PluginFailure, PluginModel } from "../../plugins/ModelPlugin.ts"
+import { pluginFailure } from "../../plugins/ModelPlugin.ts"
+import {
+  availability,
+  type Health,
+  type HealthPolicy,
+  healthy,
+  observe,
+  type Outcome,
+  startTrial
+} from "../../domain/routing/DeploymentHealth.ts"
+import { choose, type RoundRobinCounters } from "../../domain/routing/DeploymentChoice.ts"
+import { RoutingDefaults } from "../config/decodeDeployments.ts"
+import { deploymentsOf, judge, ttlOf, untilOf } from "./AttemptRules.ts"
+import type { DeploymentConfig } from "../config/OperatorConfigData.ts"
+import { OperatorConfig } from "../OperatorConfig.ts"
+import { DeploymentStates, type UpstreamDisabled } from "../ports/DeploymentStates.ts"
+import { type Admission, RateLimiter } from "../RateLimiter.ts"
+import { atResponseEnd } from "../RequestTelemetry.ts"
+import { Alerts } from "../alerts/Alerts.ts"
+import { DeploymentStats } from "./DeploymentStats.ts"
+import { type DeploymentStatus, statusOf, type UpstreamStatus } from "./DeploymentStatus.ts"
+
+/** What the caller knows about a call that routing can use. */
+export interface RouteHint {
+  /** Keeps one conversation on one deployment while it stays available (see `affinityKey`); absent: round robin. */
+  readonly affinity?: string | undefined
+  /** The most tokens the call can use, counted against `tpm` limits when it is admitted. */
+  readonly tokens?: number | undefined
+  /** Keep the deployment's in-flight slot until the response has been sent (a stream), not just until it starts. */
+  readonly streamed?: boolean | undefined
+}
+
+/** One deployment of one model, as routing keeps it. */
+export interface Deployment {
+  /** `upstream/upstreamModel`: what health is kept under (two models on the same vendor model share it). */
+  readonly id: string
+  readonly model: string
+  readonly config: DeploymentConfig
+  readonly weight: number
+  readonly priority: number
+  readonly stats: DeploymentStats
+}
+
+export type { DeploymentStatus, UpstreamStatus }
+
+export class Deployments extends Context.Service<
+  Deployments,
+  {
+    /**
+     * Runs `attempt` on the model's deployments in routing order until one succeeds, or fails in a way no other
+     * deployment would help with, or the request's budget is spent; learns each deployment's health on the way.
+     */
+    readonly route: <A, R>(
+      model: PluginModel,
+      hint: RouteHint,
+      attempt: (deployment: PluginModel) => Effect.Effect<A, PluginFailure, R>
+    ) => Effect.Effect<A, PluginFailure, R>
+    /** Every upstream with its deployments' state, for the admin API, the console and metrics. */
+    readonly status: Effect.Effect<ReadonlyArray<UpstreamStatus>>
+    /** Disables an upstream (`enabled: false`) or enables it again; false when no upstream has that name. */
+    readonly setEnabled: (upstream: string, enabled: boolean) => Effect.Effect<boolean>
+  }
+>()("tollgate/app/routing/Deployments") {
+  static readonly layer = Layer.effect(
+    Deployments,
+    Effect.gen(function* () {
+      const config = yield* OperatorConfig
+      const states = yield* DeploymentStates
+      const limiter = yield* RateLimiter
+      const alerts = yield* Alerts
+      const routing = config.routing ?? RoutingDefaults
+      const policy: HealthPolicy = {
+        failureThreshold: routing.failureThreshold,
+        openMs: routing.circuitOpenSeconds * 1000,
+        cooldownMs: routing.cooldownSeconds * 1000,
+        maxCooldownMs: routing.maxCooldownSeconds * 1000
+      }
+      const byModel = new Map<string, ReadonlyArray<Deployment>>()
+      for (const model of config.models) {
+        byModel.set(
+          model.id,
+          deploymentsOf(model).map((deployment) => ({
+            id: `${deployment.upstream.name}/${deployment.upstreamModel}`,
+            model: model.id,
+            config: deployment,
+            weight: deployment.weight,
+            priority: deployment.priority,
+            stats: new DeploymentStats()
+          }))
+        )
+      }
+      const counters = new Map<string, RoundRobinCounters>()
+      const countersOf = (model: string) => {
+        let found = counters.get(model)
+        if (found === undefined) {
+          found = new Map()
+          counters.set(model, found)
+        }
+        return found
+      }
+      const upstreamLimits = config.upstreamLimits ?? new Map()
+
+      const learn = (deployment: Deployment, before: Health, outcome: Outcome | undefined) =>
+        Effect.gen(function* () {
+          if (outcome === undefined) return
+          const now = yield* Clock.currentTimeMillis
+          const after = observe(before, outcome, now, policy)
+          const unchanged =
+            after === before ||
+            (after === healthy && before._tag === "Healthy" && before.failures === 0 && before.rateLimits === 0)
+          if (unchanged) return
+          yield* states.write(deployment.id, after, ttlOf(after, now, policy))
+          if (after._tag === "Open" && before._tag !== "Open") {
+            yield* Effect.logWarning("deployment circuit opened: it takes no traffic until a trial succeeds").pipe(
+              Effect.annotateLogs({
+                deployment: deployment.id,
+                model: deployment.model,
+                openSeconds: routing.circuitOpenSeconds
+              })
+            )
+          }
+        })
+
+      const disableForAuth = (deployment: Deployment, failure: PluginFailure) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const upstream = deployment.config.upstream.name
+          const disabled: UpstreamDisabled = {
+            reason: "auth",
+            at: now,
+            message: `the vendor refused the gateway's credentials (HTTP ${failure.upstreamStatus})`
+          }
+          yield* states.setDisabled(upstream, disabled)
+          // Instances that meet the same refusal within a minute raise one alert between them.
+          yield* alerts.raise({
+            key: `deployment.disabled:${upstream}:${Math.floor(now / 60_000)}`,
+            type: "deployment.disabled",
+            accountId: null,
+            data: {
+              upstream,
+              model: deployment.model,
+              reason: "auth",
+              status: failure.upstreamStatus ?? null,
+              message: disabled.message
+            }
+          })
+          yield* Effect.logError(
+            `UPSTREAM DISABLED: ${upstream} refused the gateway's credentials (HTTP ${failure.upstreamStatus}); it takes no traffic until an operator fixes its key and enables it (POST /admin/upstreams/${upstream}/enable)`
+          ).pipe(Effect.annotateLogs({ upstream, model: deployment.model }))
+        })
+
+      /**
+       * Admits an attempt under the deployment's and its upstream's own limits (their slots, released together), or
+       * says when to retry once one of them is reached.
+       */
+      const admit = (deployment: Deployment, hint: RouteHint) =>
+        Effect.gen(function* () {
+          const { rpm, tpm, maxConcurrency } = deployment.config
+          const shared = upstreamLimits.get(deployment.config.upstream.name)
+          const slots: Array<Admission> = []
+          const limited = [
+            rpm !== null || tpm !== null || maxConcurrency !== null
+              ? {
+                  key: `deployment:${deployment.model}/${deployment.id}`,
+                  limits: { rpm, tpm, concurrency: maxConcurrency }
+                }
+              : undefined,
+            shared !== undefined && (shared.rpm !== null || shared.tpm !== null || shared.maxConcurrency !== null)
+              ? {
+                  key: `upstream:${deployment.config.upstream.name}`,
+                  limits: { rpm: shared.rpm, tpm: shared.tpm, concurrency: shared.maxConcurrency }
+                }
+              : undefined
+          ]
+          for (const entry of limited) {
+            if (entry === undefined) continue
+            const admitted = yield* Effect.result(limiter.admit(entry.key, entry.limits, { defaults: false }))
+            if (admitted._tag === "Failure") {
+              for (const slot of slots) yield* slot.release
+              return { refused: admitted.failure.retryAfterSeconds } as const
+            }
+            slots.push(admitted.success)
+            if (entry.limits.tpm !== null && hint.tokens !== undefined)
+              yield* limiter.recordTokens(entry.key, hint.tokens)
+          }
+          return { release: Effect.forEach(slots, (slot) => slot.release, { discard: true }) } as const
+        })
+
+      const route = <A, R>(
+        model: PluginModel,
+        hint: RouteHint,
+        attempt: (deployment: PluginModel) => Effect.Effect<A, PluginFailure, R>
+      ): Effect.Effect<A, PluginFailure, R> =>
+        Effect.gen(function* () {
+          const deployments = byModel.get(model.id)
+          if (deployments === undefined || deployments.length === 0) return yield* attempt(model)
+          const started = yield* Clock.currentTimeMillis
+          const tried = new Set<Deployment>()
+          let attempts = 0
+          let last: PluginFailure | undefined
+          let saturatedFor: number | undefined
+          while (attempts < routing.maxAttempts) {
+            const now = yield* Clock.currentTimeMillis
+            if (attempts > 0 && now - started >= routing.retryBudgetMs) break
+            const snapshot = yield* states.read(deployments.map((deployment) => deployment.id))
+            const open = deployments.filter(
+              (deployment) => !tried.has(deployment) && !snapshot.disabled.has(deployment.config.upstream.name)
+            )
+            if (open.length === 0) break
+            const judged = open.map((deployment) => {
+              const health = snapshot.health.get(deployment.id) ?? healthy
+              return { deployment, health, availability: availability(health, now, policy) }
+            })
+            let pool = judged.filter((entry) => entry.availability._tag !== "Blocked")
+            if (pool.length === 0) {
+              // Nothing available: the one that recovers first still gets this attempt (see the header).
+              const soonest = judged.reduce((best, entry) =>
+                untilOf(entry.availability) < untilOf(best.availability) ? entry : best
+              )
+              pool = [soonest]
+            }
+            const chosen = choose(
+              pool.map((entry) => ({
+                ...entry,
+                id: entry.deployment.id,
+                weight: entry.deployment.weight,
+                priority: entry.deployment.priority
+              })),
+              hint.affinity,
+              countersOf(model.id)
+            )
+            const { deployment } = chosen
+            tried.add(deployment)
+            const admission = yield* admit(deployment, hint)
+            if ("refused" in admission) {
+              saturatedFor = Math.min(saturatedFor ?? Number.POSITIVE_INFINITY, admission.refused ?? 1)
+              continue
+            }
+            attempts += 1
+            let health = chosen.health
+            if (chosen.availability._tag === "TrialDue") {
+              health = startTrial(now)
+              yield* states.write(deployment.id, health, ttlOf(health, now, policy))
+            }
+            deployment.stats.inFlight += 1
+            let released = false
+            const release = Effect.suspend(() => {
+              if (released) return Effect.void
+              released = true
+              deployment.stats.inFlight -= 1
+              return admission.release
+            })
+            const exit = yield* Effect.exit(
+              attempt({
+                ...model,
+                upstreams: [deployment.config.upstream],
+                upstreamModel: deployment.config.upstreamModel
+              }).pipe(Effect.onInterrupt(() => release))
+            )
+            const latency = (yield* Clock.currentTimeMillis) - now
+            if (Exit.isSuccess(exit)) {
+              deployment.stats.record("success", latency)
+              yield* learn(deployment, health, { _tag: "Succeeded" })
+              if (hint.streamed === true) yield* atResponseEnd(release)
+              else yield* release
+              return exit.value
+            }
+            yield* release
+            const failure = Exit.findErrorOption(exit)
+            if (failure._tag === "None") return yield* Effect.failCause(exit.cause)
+            const verdict = judge(failure.value)
+            deployment.stats.record(verdict.kind, latency)
+            if (verdict.kind !== "rejected" && verdict.kind !== "cancelled") {
+              deployment.stats.lastError = { at: now, message: failure.value.message }
+            }
+            if (verdict.kind === "auth") yield* disableForAuth(deployment, failure.value)
+            yield* learn(deployment, health, verdict.outcome)
+            last = failure.value
+            if (verdict.next === "stop") break
+            if (attempts < routing.maxAttempts) {
+              yield* Effect.logWarning("upstream failed before the first byte; trying another deployment").pipe(
+                Effect.annotateLogs({ deployment: deployment.id, model: model.id, reason: failure.value.reason })
+              )
+            }
+          }
+          if (last !== undefined) return yield* Effect.fail(last)
+          if (saturatedFor !== undefined) {
+            return yield* Effect.fail(
+              pluginFailure("rate_limited", `every deployment of model ${model.id} is at its configured limits`, {
+                retryAfterSeconds: saturatedFor,
+                code: "deployments_saturated"
+              })
+            )
+          }
+          // Nothing can be called at all: a 503 (the reason whose status says "not now"), not a 502 blaming a vendor.
+          return yield* Effect.fail(
+            pluginFailure(
+              "overloaded",
+              `every upstream of model ${model.id} is disabled; the operator must enable one`,
+              {
+                code: "upstreams_disabled"
+              }
+            )
+          )
+        })
+
+      const status = Effect.gen(function* () {
+        const all = [...byModel.values()].flat()
+        const snapshot = yield* states.read([...new Set(all.map((deployment) => deployment.id))])
+        const now = yield* Clock.currentTimeMillis
+        return statusOf(config.upstreams, all, snapshot, now, policy)
+      })
+
+      const setEnabled = (upstream: string, enabled: boolean) =>
+        Effect.gen(function* () {
+          if (!config.upstreams.has(upstream)) return false
+          const now = yield* Clock.currentTimeMillis
+          yield* states.setDisabled(
+            upstream,
+            enabled ? undefined : { reason: "operator", at: now, message: "disabled by an operator" }
+          )
+          yield* Effect.logWarning(`upstream ${enabled ? "enabled" : "disabled"} by an operator`).pipe(
+            Effect.annotateLogs({ upstream })
+          )
+          return true
+        })
+
+      return Deployments.of({ route, status, setEnabled })
+    })
+  )
+}
