@@ -161,6 +161,44 @@ export interface CatalogEntry {
   readonly ownedBy: string
   readonly pricing: Record<string, string>
 }
+export type DeploymentState = "healthy" | "cooling" | "open" | "half_open" | "disabled"
+export interface DeploymentStatus {
+  readonly id: string
+  readonly model: string
+  readonly upstream: string
+  readonly upstreamModel: string
+  readonly weight: number
+  readonly priority: number
+  readonly maxConcurrency: number | null
+  readonly rpm: number | null
+  readonly tpm: number | null
+  readonly state: DeploymentState
+  /** When a cooldown or an open circuit ends, else null. */
+  readonly until: string | null
+  readonly failuresInARow: number
+  /** The answering instance's count, not the cluster's. */
+  readonly inFlight: number
+  readonly requests: {
+    readonly success: number
+    readonly rate_limited: number
+    readonly failed: number
+    readonly auth: number
+    readonly rejected: number
+    readonly cancelled: number
+    readonly total: number
+  }
+  /** 0 to 1, over the last 200 outcomes. */
+  readonly errorRate: number
+  readonly latencyMs: { readonly p50: number | null; readonly p99: number | null }
+  readonly lastError: { readonly at: string; readonly message: string } | null
+}
+export interface UpstreamStatus {
+  readonly name: string
+  readonly protocol: string
+  readonly state: "enabled" | "disabled"
+  readonly disabled: { readonly reason: "auth" | "operator"; readonly at: string; readonly message: string } | null
+  readonly deployments: ReadonlyArray<DeploymentStatus>
+}
 export interface KeyBalance {
   readonly balance: string
   readonly held: string

@@ -4,6 +4,7 @@ import { client, loadSession, type Role, type Session, saveSession } from "./api
 import { BalanceCard, HolderOverview, HolderVideos, Playground, useKeyBalance } from "./Holder.tsx"
 import { AccountsView, AccountView, IntegrityView, isTab, ModelsView } from "./Operator.tsx"
 import { ErrorBox, navigate, useRoute } from "./ui.tsx"
+import { UpstreamsView } from "./Upstreams.tsx"
 import "./styles.css"
 
 const Login = ({ onLogin }: { onLogin: (s: Session) => void }) => {
@@ -114,6 +115,7 @@ const OperatorApp = ({ session, onLogout }: { session: Session; onLogout: () => 
   if (parts[0] === "accounts" && parts[1]) {
     page = <AccountView api={api} id={parts[1]} tab={isTab(parts[2]) ? parts[2] : "overview"} />
   } else if (parts[0] === "models") page = <ModelsView api={api} />
+  else if (parts[0] === "upstreams") page = <UpstreamsView api={api} />
   else if (parts[0] === "integrity") page = <IntegrityView api={api} />
   else page = <AccountsView api={api} />
   return (
@@ -123,6 +125,7 @@ const OperatorApp = ({ session, onLogout }: { session: Session; onLogout: () => 
       links={[
         ["/accounts", "Accounts"],
         ["/models", "Models"],
+        ["/upstreams", "Upstreams"],
         ["/integrity", "Integrity"]
       ]}
     >

@@ -2,8 +2,9 @@
  * The web console end to end in a real browser (Debian's Chromium driven by playwright-core) against a real gateway
  * on PGlite: an operator creates an account, deposits, creates and copies a key; the key holder chats and draws an
  * image in the playground; the charges show in the operator's ledger and chart; a video runs to completion with a
- * progress bar and a player; the key is revoked and the playground is refused. Skipped, saying so, only when
- * /usr/bin/chromium is absent (`.ci/run` installs it). `TOLLGATE_SCREENSHOTS=1` also writes docs/console-*.png.
+ * progress bar and a player; an upstream is disabled and enabled again from the Upstreams page; the key is revoked
+ * and the playground is refused. Skipped, saying so, only when /usr/bin/chromium is absent (`.ci/run` installs it).
+ * `TOLLGATE_SCREENSHOTS=1` also writes docs/console-*.png.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -109,7 +110,7 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await page.getByRole("button", { name: "Sign out" }).waitFor()
   }
 
-  it("operator and key holder: account, deposit, key, chat, image, ledger, chart, video, revoke", async () => {
+  it("operator and key holder: account, deposit, key, chat, image, ledger, chart, video, upstreams, revoke", async () => {
     const errors: Array<string> = []
     const operator = await context.newPage()
     operator.on("pageerror", (e) => errors.push(`operator: ${e.message}`))
@@ -272,6 +273,28 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await operator.getByRole("button", { name: "Run audit verify" }).click()
     await operator.getByTestId("result-verify").getByText("OK: no mismatch found.").waitFor({ timeout: 60_000 })
 
+    // ---- upstreams: each deployment's health; an upstream disabled (after a confirmation) and enabled again ----
+    await operator.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Upstreams" }).click()
+    const upstream = operator.getByTestId("upstream-sim-openai")
+    const deployment = upstream.getByTestId("deployments-sim-openai").locator("[data-model=sim-openai]")
+    await deployment.locator(".badge", { hasText: "healthy" }).waitFor()
+    assert.strictEqual(await deployment.getAttribute("data-deployment"), "sim-openai/sim-openai")
+    assert.include(await deployment.textContent(), "0.0%")
+    assert.strictEqual(await upstream.getAttribute("data-state"), "enabled")
+    await upstream.getByRole("button", { name: "Disable", exact: true }).click()
+    await upstream.getByRole("alertdialog", { name: "Confirm disabling" }).getByText("take no traffic").waitFor()
+    await upstream.getByRole("button", { name: "Yes, disable" }).click()
+    await operator.locator("[data-testid=upstream-sim-openai][data-state=disabled]").waitFor()
+    await upstream.getByTestId("upstream-disabled").filter({ hasText: "disabled by an operator" }).waitFor()
+    await deployment.locator(".badge", { hasText: "disabled" }).waitFor()
+    // Only the named upstream is out.
+    assert.strictEqual(await operator.getByTestId("upstream-sim-gemini").getAttribute("data-state"), "enabled")
+    await shot(operator, "upstreams")
+    await upstream.getByRole("button", { name: "Enable", exact: true }).click()
+    await operator.locator("[data-testid=upstream-sim-openai][data-state=enabled]").waitFor()
+    await deployment.locator(".badge", { hasText: "healthy" }).waitFor()
+    assert.strictEqual(await upstream.getByTestId("upstream-disabled").count(), 0)
+
     // ---- revoke (with confirmation); the playground is refused ----
     await operator.goto(`${gateway.url}/console/#/accounts/${accountId}/keys`)
     await operator.getByRole("button", { name: "Revoke" }).click()
@@ -297,6 +320,9 @@ describe.skipIf(!available)("the web console in Chromium", () => {
       assert.isAtMost(overflow, 0)
     }
     await shot(operator, "phone")
+    await operator.getByRole("link", { name: "Upstreams" }).click()
+    await operator.getByTestId("deployments-sim-openai").waitFor()
+    assert.isAtMost(await operator.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), 0)
     assert.deepStrictEqual(errors, [])
   }, 240_000)
 })
