@@ -2,9 +2,9 @@
  * No secret in any log line, response or stored row: a real gateway (file-backed PGlite, so every table can be read
  * afterwards) runs a broad session — accounts and keys, chats in three protocols, streams, bad and missing keys, a
  * wrong admin token, a revoked key, upstream failures (5xx, 429, malformed, a cut stream, an upstream refusing the
- * gateway's own key), replay and audit — while everything the process writes is captured. Then the captured output,
- * every response (status line, headers, body) and every row of every table are searched for the customer keys, the
- * admin token and the upstream key.
+ * gateway's own key, which disables it and raises an alert), replay and audit — while everything the process writes
+ * is captured. Then the captured output, every response (status line, headers, body) and every row of every table
+ * are searched for the customer keys, the admin token, the upstream key and the alert webhook's signing secret.
  */
 import { PGlite } from "@electric-sql/pglite"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -15,6 +15,9 @@ import { DEFAULT_API_KEY, type RunningSimulator, startSimulator } from "../../sr
 import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
 import type { Wire } from "../http/chat/Fixtures.ts"
 import { type Capture, captureOutput } from "./Capture.ts"
+
+/** Signs alert deliveries; the config's webhook (a loopback URL the guarded fetcher refuses) fails to deliver, loudly. */
+const WEBHOOK_SECRET = "whsec_never_anywhere_4242"
 
 let sim: RunningSimulator
 let locked: RunningSimulator
@@ -36,6 +39,8 @@ models:
   - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-responses, plugin: text, upstreams: [sim-responses], upstreamModel: sim-responses, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-locked, plugin: text, upstreams: [locked], upstreamModel: sim-locked, pricing: { input: "0.15", output: "0.60" } }
+alerts:
+  - { url: "http://127.0.0.1:9/hook", events: ["*"], secret: "${WEBHOOK_SECRET}", balanceBelow: "4.99" }
 `
 
 beforeAll(async () => {
@@ -178,6 +183,15 @@ describe("secrets", () => {
     await call("POST", "/v1/chat/completions", auth, { model: "sim-openai", messages: hello, stream: true })
     const refusedUpstream = await call("POST", "/v1/chat/completions", auth, { model: "sim-locked", messages: hello })
     assert.isAtLeast(refusedUpstream.status, 400)
+    const upstreams = await call("GET", "/admin/upstreams", adminHeaders)
+    assert.include(upstreams.text, "refused the gateway's credentials")
+    // The alerts it raised were queued and tried (and refused by the address rule).
+    const deadline = Date.now() + 5_000
+    while (Date.now() < deadline) {
+      const tried = await call("GET", "/admin/alerts/deliveries?limit=50", adminHeaders)
+      if ((tried.json.data as Array<{ attempts: number }>).some((row) => row.attempts > 0)) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
 
     // Replay, audit, the ledger and the key list.
     const replay = await call("POST", "/admin/replay", adminHeaders)
@@ -212,7 +226,8 @@ describe("secrets", () => {
       "customer key": key.slice(3),
       "revoked key": (spare.key as string).slice(3),
       "admin token": gateway.adminToken,
-      "upstream key": DEFAULT_API_KEY
+      "upstream key": DEFAULT_API_KEY,
+      "webhook secret": WEBHOOK_SECRET
     }
     const haystacks = { logs: logs.join("\n"), responses: transcripts.join("\n"), database: stored.join("\n") }
     // The captures are real: the upstream failures were logged, the responses and events are there.
