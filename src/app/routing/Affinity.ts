@@ -3,8 +3,9 @@
  * stays warm. A conversation is an API key plus what its requests share at the start: an explicit cache key
  * (`prompt_cache_key`, Gemini's `cachedContent`) when the client gave one, else the leading text of the prompt
  * (system, tools, then messages) when the client marked cache breakpoints (Anthropic `cache_control`) or the prompt
- * is long enough for a vendor to cache at all (1,024 tokens, OpenAI's and Anthropic's minimum). Shorter prompts
- * have nothing to keep warm and are spread by weight like any other request.
+ * is long enough for a vendor to cache at all (1,024 tokens, OpenAI's and Anthropic's minimum). A shorter
+ * conversation is kept together by its trail: its next turn repeats its whole prompt as a prefix, so it goes where
+ * that prompt went (remembered by the instance). Other requests are spread by weight.
  */
 import { createHash } from "node:crypto"
 import type { ChatRequest, PluginModel } from "../../plugins/ModelPlugin.ts"
@@ -16,35 +17,70 @@ export const CACHEABLE_PROMPT_TOKENS = 1024
 /** How much of the prompt's start names the conversation: a cacheable prompt (1,024 tokens) is at least this long. */
 const PREFIX_CHARS = 1024
 
-/** The leading `limit` characters of the prompt as a vendor would cache it: system, tools, then messages in order. */
+type Piece = { readonly text: string } | { readonly end: "message" }
+
+const partText = (part: ChatRequest["messages"][number]["content"][number]): string =>
+  part.type === "text" || part.type === "thinking"
+    ? part.text
+    : part.type === "image"
+      ? part.source.kind === "url"
+        ? part.source.url
+        : part.source.data.slice(0, 256)
+      : part.type === "tool_call"
+        ? `${part.id}${part.name}${JSON.stringify(part.input)}`
+        : part.type === "tool_result"
+          ? `${part.toolCallId}${part.content.map((item) => (item.type === "text" ? item.text : "")).join("")}`
+          : part.data.slice(0, 256)
+
+/** The prompt as a vendor would cache it, in order: system, tools, then each message, with its end marked. */
+function* piecesOf(request: ChatRequest): Generator<Piece> {
+  for (const part of request.system) yield { text: part.text }
+  for (const tool of request.tools) yield { text: `${tool.name}${JSON.stringify(tool.parameters)}` }
+  for (const message of request.messages) {
+    yield { text: message.role }
+    for (const part of message.content) yield { text: partText(part) }
+    yield { end: "message" }
+  }
+}
+
+/** The leading `limit` characters of the prompt. */
 const leadingText = (request: ChatRequest, limit: number): string => {
   let text = ""
-  const add = (piece: string) => {
-    if (text.length < limit) text += `${piece}\u0000`
-    return text.length >= limit
-  }
-  for (const part of request.system) if (add(part.text)) return text.slice(0, limit)
-  for (const tool of request.tools)
-    if (add(`${tool.name}${JSON.stringify(tool.parameters)}`)) return text.slice(0, limit)
-  for (const message of request.messages) {
-    if (add(message.role)) return text.slice(0, limit)
-    for (const part of message.content) {
-      const piece =
-        part.type === "text" || part.type === "thinking"
-          ? part.text
-          : part.type === "image"
-            ? part.source.kind === "url"
-              ? part.source.url
-              : part.source.data.slice(0, 256)
-            : part.type === "tool_call"
-              ? `${part.id}${part.name}${JSON.stringify(part.input)}`
-              : part.type === "tool_result"
-                ? `${part.toolCallId}${part.content.map((item) => (item.type === "text" ? item.text : "")).join("")}`
-                : part.data.slice(0, 256)
-      if (add(piece)) return text.slice(0, limit)
-    }
+  for (const piece of piecesOf(request)) {
+    if ("end" in piece) continue
+    text += `${piece.text}\u0000`
+    if (text.length >= limit) return text.slice(0, limit)
   }
   return text
+}
+
+/** Past this much prompt text, a conversation is long enough to be routed by its leading text instead. */
+const TRAIL_CHARS = 64 * 1024
+
+/**
+ * A conversation's trail: a digest of the prompt after each of its messages but the last (`continues`, longest
+ * first), and of the whole prompt (`whole`). A request whose `continues` holds an earlier request's `whole` is that
+ * conversation's next turn, and goes where the earlier one went. A first turn, or a request repeated as is, continues
+ * nothing and is spread by weight.
+ */
+export const conversationTrail = (
+  keyId: string,
+  request: ChatRequest
+): { readonly continues: ReadonlyArray<string>; readonly whole: string } | undefined => {
+  const hash = createHash("sha256").update(keyId)
+  const boundaries: Array<string> = []
+  let length = 0
+  for (const piece of piecesOf(request)) {
+    if ("end" in piece) {
+      boundaries.push(hash.copy().digest("base64url").slice(0, 22))
+      continue
+    }
+    length += piece.text.length
+    if (length > TRAIL_CHARS) return undefined
+    hash.update(piece.text).update("\u0000")
+  }
+  const whole = boundaries.pop()
+  return whole === undefined ? undefined : { continues: boundaries.reverse(), whole }
 }
 
 const digest = (text: string): string => createHash("sha256").update(text).digest("base64url").slice(0, 22)
@@ -88,6 +124,7 @@ export const chatRouteHint = (
   model: PluginModel
 ): RouteHint => ({
   affinity: affinityKey(keyId, request, client, inputTokens),
+  trail: conversationTrail(keyId, request),
   tokens: inputTokens + (request.maxTokens ?? model.maxOutputTokens),
   streamed: request.stream
 })

@@ -47,3 +47,32 @@ export class DeploymentStats {
     return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? null
   }
 }
+
+/** Where this instance sent each conversation's last turn, so that its next turn goes there too (an hour, 100,000 at most). */
+export class ConversationTrails {
+  private readonly entries = new Map<string, { readonly deployment: string; readonly at: number }>()
+
+  recall(
+    model: string,
+    trail: { readonly continues: ReadonlyArray<string> } | undefined,
+    now: number
+  ): string | undefined {
+    if (trail === undefined || this.entries.size === 0) return undefined
+    for (const digest of trail.continues) {
+      const found = this.entries.get(`${model}:${digest}`)
+      if (found !== undefined && now - found.at < TRAIL_TTL_MS) return found.deployment
+    }
+    return undefined
+  }
+
+  remember(model: string, trail: { readonly whole: string } | undefined, deployment: string, now: number): void {
+    if (trail === undefined) return
+    const key = `${model}:${trail.whole}`
+    this.entries.delete(key)
+    if (this.entries.size >= MAX_TRAILS) this.entries.delete(this.entries.keys().next().value as string)
+    this.entries.set(key, { deployment, at: now })
+  }
+}
+
+const TRAIL_TTL_MS = 60 * 60_000
+const MAX_TRAILS = 100_000

@@ -24,7 +24,7 @@ import {
   type Outcome,
   startTrial
 } from "../../domain/routing/DeploymentHealth.ts"
-import { choose, type RoundRobinCounters } from "../../domain/routing/DeploymentChoice.ts"
+import { bestTier, choose, type RoundRobinCounters } from "../../domain/routing/DeploymentChoice.ts"
 import { RoutingDefaults } from "../config/decodeDeployments.ts"
 import { deploymentsOf, judge, ttlOf, untilOf } from "./AttemptRules.ts"
 import type { DeploymentConfig } from "../config/OperatorConfigData.ts"
@@ -33,13 +33,15 @@ import { DeploymentStates, type UpstreamDisabled } from "../ports/DeploymentStat
 import { type Admission, RateLimiter } from "../RateLimiter.ts"
 import { atResponseEnd } from "../RequestTelemetry.ts"
 import { Alerts } from "../alerts/Alerts.ts"
-import { DeploymentStats } from "./DeploymentStats.ts"
+import { ConversationTrails, DeploymentStats } from "./DeploymentStats.ts"
 import { type DeploymentStatus, statusOf, type UpstreamStatus } from "./DeploymentStatus.ts"
 
 /** What the caller knows about a call that routing can use. */
 export interface RouteHint {
   /** Keeps one conversation on one deployment while it stays available (see `affinityKey`); absent: round robin. */
   readonly affinity?: string | undefined
+  /** A conversation's trail (Affinity.ts): a next turn goes where its previous turn went, while available. */
+  readonly trail?: { readonly continues: ReadonlyArray<string>; readonly whole: string } | undefined
   /** The most tokens the call can use, counted against `tpm` limits when it is admitted. */
   readonly tokens?: number | undefined
   /** Keep the deployment's in-flight slot until the response has been sent (a stream), not just until it starts. */
@@ -115,6 +117,7 @@ export class Deployments extends Context.Service<
         return found
       }
       const upstreamLimits = config.upstreamLimits ?? new Map()
+      const trails = new ConversationTrails()
 
       const learn = (deployment: Deployment, before: Health, outcome: Outcome | undefined) =>
         Effect.gen(function* () {
@@ -235,16 +238,16 @@ export class Deployments extends Context.Service<
               )
               pool = [soonest]
             }
-            const chosen = choose(
-              pool.map((entry) => ({
-                ...entry,
-                id: entry.deployment.id,
-                weight: entry.deployment.weight,
-                priority: entry.deployment.priority
-              })),
-              hint.affinity,
-              countersOf(model.id)
-            )
+            const candidates = pool.map((entry) => ({
+              ...entry,
+              id: entry.deployment.id,
+              weight: entry.deployment.weight,
+              priority: entry.deployment.priority
+            }))
+            const previous = hint.affinity === undefined ? trails.recall(model.id, hint.trail, now) : undefined
+            const chosen =
+              bestTier(candidates).find((candidate) => candidate.id === previous) ??
+              choose(candidates, hint.affinity, countersOf(model.id))
             const { deployment } = chosen
             tried.add(deployment)
             const admission = yield* admit(deployment, hint)
@@ -276,6 +279,7 @@ export class Deployments extends Context.Service<
             const latency = (yield* Clock.currentTimeMillis) - now
             if (Exit.isSuccess(exit)) {
               deployment.stats.record("success", latency)
+              trails.remember(model.id, hint.trail, deployment.id, now)
               yield* learn(deployment, health, { _tag: "Succeeded" })
               if (hint.streamed === true) yield* atResponseEnd(release)
               else yield* release
@@ -309,15 +313,8 @@ export class Deployments extends Context.Service<
             )
           }
           // Nothing can be called at all: a 503 (the reason whose status says "not now"), not a 502 blaming a vendor.
-          return yield* Effect.fail(
-            pluginFailure(
-              "overloaded",
-              `every upstream of model ${model.id} is disabled; the operator must enable one`,
-              {
-                code: "upstreams_disabled"
-              }
-            )
-          )
+          const disabled = `every upstream of model ${model.id} is disabled; the operator must enable one`
+          return yield* Effect.fail(pluginFailure("overloaded", disabled, { code: "upstreams_disabled" }))
         })
 
       const status = Effect.gen(function* () {

@@ -279,6 +279,23 @@ describe("deployments", () => {
     }
     const longOnA = callsFor(sims.a, "m-sa")
     assert.isTrue(longOnA === 6 || longOnA === 0, `all on one deployment, not ${longOnA} of 6`)
+    // A short conversation follows its first turn: each next turn repeats the previous prompt as its prefix.
+    for (let conversation = 0; conversation < 4; conversation++) {
+      sims.a?.clearCalls()
+      sims.b?.clearCalls()
+      const messages: Array<{ role: string; content: string }> = [
+        { role: "user", content: `conversation ${conversation}: hello` }
+      ]
+      for (let turn = 0; turn < 4; turn++) {
+        const reply = JSON.parse(await ok("sticky", { messages })) as {
+          choices: Array<{ message: { content: string } }>
+        }
+        messages.push({ role: "assistant", content: reply.choices[0]?.message.content ?? "" })
+        messages.push({ role: "user", content: `and turn ${turn + 1}?` })
+      }
+      const turnsOnA = callsFor(sims.a, "m-sa")
+      assert.isTrue(turnsOnA === 4 || turnsOnA === 0, `conversation ${conversation}: ${turnsOnA} of 4 turns on one`)
+    }
     // Short prompts have no cache to keep warm: they alternate.
     sims.a?.clearCalls()
     for (let index = 0; index < 8; index++) await ok("sticky")
