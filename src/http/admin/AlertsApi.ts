@@ -126,13 +126,13 @@ const deliveries = admin(
       return yield* badRequest(`status: expected one of ${STATUSES.join(", ")}`, "status")
     }
     const limitText = params.get("limit") ?? "100"
-    if (!/^\d{1,4}$/.test(limitText) || Number(limitText) < 1) {
+    if (!/^\d{1,4}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 1000) {
       return yield* badRequest("limit: expected an integer from 1 to 1000", "limit")
     }
     const rows = yield* (yield* Alerts).deliveries({
       accountId,
       status: status as DeliveryStatus | undefined,
-      limit: Math.min(1000, Number(limitText))
+      limit: Number(limitText)
     })
     return json({ object: "list", data: rows.map(deliveryView) })
   })
