@@ -199,6 +199,38 @@ export interface UpstreamStatus {
   readonly disabled: { readonly reason: "auth" | "operator"; readonly at: string; readonly message: string } | null
   readonly deployments: ReadonlyArray<DeploymentStatus>
 }
+export type AlertEventType = "balance.low" | "key.spend_limit_reached" | "deployment.disabled" | "video.failed"
+export type DeliveryStatus = "pending" | "delivered" | "failed"
+/** An alert as its webhook receives it (the JSON body of each delivery). */
+export interface AlertEvent {
+  /** Stable: the same happening noticed twice has the same id (sent as `x-tollgate-event-id`). */
+  readonly id: string
+  readonly type: AlertEventType
+  readonly accountId: string | null
+  readonly createdAt: string
+  readonly data: Readonly<Record<string, unknown>>
+}
+/** One event to one webhook, from the delivery outbox. */
+export interface AlertDelivery {
+  readonly id: string
+  readonly eventId: string
+  readonly type: AlertEventType
+  /** `config:…` for the config file's webhooks, else the account endpoint's id. */
+  readonly endpoint: string
+  /** null for the operator's own events (a deployment disabled). */
+  readonly accountId: string | null
+  readonly url: string
+  readonly status: DeliveryStatus
+  readonly attempts: number
+  /** When a pending delivery is tried next, else null. */
+  readonly nextAttemptAt: string | null
+  /** The last attempt's HTTP status, null when none answered. */
+  readonly lastStatus: number | null
+  readonly lastError: string | null
+  readonly createdAt: string
+  readonly deliveredAt: string | null
+  readonly event: AlertEvent
+}
 export interface KeyBalance {
   readonly balance: string
   readonly held: string

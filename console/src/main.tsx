@@ -1,6 +1,7 @@
 import { render } from "preact"
 import { useMemo, useState } from "preact/hooks"
 import { client, loadSession, type Role, type Session, saveSession } from "./api.ts"
+import { AlertsView } from "./Alerts.tsx"
 import { BalanceCard, HolderOverview, HolderVideos, Playground, useKeyBalance } from "./Holder.tsx"
 import { AccountsView, AccountView, IntegrityView, isTab, ModelsView } from "./Operator.tsx"
 import { ErrorBox, navigate, useRoute } from "./ui.tsx"
@@ -116,6 +117,7 @@ const OperatorApp = ({ session, onLogout }: { session: Session; onLogout: () => 
     page = <AccountView api={api} id={parts[1]} tab={isTab(parts[2]) ? parts[2] : "overview"} />
   } else if (parts[0] === "models") page = <ModelsView api={api} />
   else if (parts[0] === "upstreams") page = <UpstreamsView api={api} />
+  else if (parts[0] === "alerts") page = <AlertsView api={api} />
   else if (parts[0] === "integrity") page = <IntegrityView api={api} />
   else page = <AccountsView api={api} />
   return (
@@ -126,6 +128,7 @@ const OperatorApp = ({ session, onLogout }: { session: Session; onLogout: () => 
         ["/accounts", "Accounts"],
         ["/models", "Models"],
         ["/upstreams", "Upstreams"],
+        ["/alerts", "Alerts"],
         ["/integrity", "Integrity"]
       ]}
     >

@@ -2,12 +2,14 @@
  * The web console end to end in a real browser (Debian's Chromium driven by playwright-core) against a real gateway
  * on PGlite: an operator creates an account, deposits, creates and copies a key; the key holder chats and draws an
  * image in the playground; the charges show in the operator's ledger and chart; a video runs to completion with a
- * progress bar and a player; an upstream is disabled and enabled again from the Upstreams page; the key is revoked
+ * progress bar and a player; an upstream is disabled and enabled again from the Upstreams page; the low-balance alert
+ * the first charge raised is listed as delivered on the Alerts page and resent to the webhook; the key is revoked
  * and the playground is refused. Skipped, saying so, only when /usr/bin/chromium is absent (`.ci/run` installs it).
  * `TOLLGATE_SCREENSHOTS=1` also writes docs/console-*.png.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { type BrowserContext, chromium, type Page } from "playwright-core"
@@ -22,7 +24,7 @@ if (!available) console.warn(`console browser test skipped: ${CHROMIUM} is absen
 const root = resolve(import.meta.dirname, "../..")
 const shots = process.env.TOLLGATE_SCREENSHOTS === "1" ? join(root, "docs") : undefined
 
-const config = (sim: string) => `
+const config = (sim: string, hook: string) => `
 upstreams:
   sim-openai: { protocol: openai, baseUrl: "${sim}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   sim-gemini: { protocol: gemini, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
@@ -33,9 +35,14 @@ models:
   - { id: imggen-2, plugin: dedicated-image, upstreams: [sim-openai], upstreamModel: imggen-2, pricing: { input: "5.00", output: "40.00" } }
   - { id: video-model-2.0-fast, plugin: video, upstreams: [sim-ark], upstreamModel: seedance-2-0-fast, pricing: { output: "1.40" } }
 video: { pollIntervalMs: 200, deadlineMinutes: 30, retentionDays: 7 }
+alerts:
+  - { url: "${hook}", events: ["*"], secret: "whsec_console_test_secret_1", balanceBelow: "100.00" }
 `
 
 let sim: RunningSimulator
+/** The alert webhook: answers 200 and keeps what it was sent. */
+let receiver: Server
+const received: Array<{ readonly headers: IncomingHttpHeaders; readonly body: string }> = []
 let gateway: TestGateway
 let context: BrowserContext
 let dir: string
@@ -46,8 +53,20 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await build({ configFile: join(root, "console/vite.config.ts"), logLevel: "warn" })
     dir = mkdtempSync(join(tmpdir(), "tollgate-console-"))
     sim = await startSimulator({ videoMillis: 1500 })
-    writeFileSync(join(dir, "tollgate.yaml"), config(sim.baseUrl))
-    gateway = await startTestGateway({ configPath: join(dir, "tollgate.yaml") })
+    receiver = createServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8") })
+        response.writeHead(200).end()
+      })
+    })
+    await new Promise<void>((done) => receiver.listen(0, "127.0.0.1", done))
+    const address = receiver.address()
+    const hook = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/hook`
+    writeFileSync(join(dir, "tollgate.yaml"), config(sim.baseUrl, hook))
+    // The webhook is on loopback: the guarded fetcher may reach it only when told so.
+    gateway = await startTestGateway({ configPath: join(dir, "tollgate.yaml"), fetchAllowHosts: ["127.0.0.1"] })
     context = await chromium.launchPersistentContext(join(dir, "profile"), {
       executablePath: CHROMIUM,
       headless: true,
@@ -75,6 +94,7 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await context?.close()
     await gateway?.close()
     await sim?.close()
+    await new Promise((done) => receiver?.close(done))
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
@@ -102,6 +122,17 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     )
   }
 
+  /** How many times the webhook has been sent the event `eventId`. */
+  const sentTimes = (eventId: string) => received.filter((r) => r.headers["x-tollgate-event-id"] === eventId).length
+
+  const eventually = async (what: string, probe: () => boolean, timeoutMs = 30_000) => {
+    const until = Date.now() + timeoutMs
+    while (!probe()) {
+      if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
+      await new Promise((done) => setTimeout(done, 50))
+    }
+  }
+
   const signIn = async (page: Page, role: "Operator" | "Key holder", secret: string) => {
     await page.goto(`${gateway.url}/console/`)
     await page.getByLabel(role, { exact: true }).check()
@@ -110,7 +141,7 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await page.getByRole("button", { name: "Sign out" }).waitFor()
   }
 
-  it("operator and key holder: account, deposit, key, chat, image, ledger, chart, video, upstreams, revoke", async () => {
+  it("operator and key holder: account, deposit, key, chat, image, ledger, chart, video, upstreams, alerts, revoke", async () => {
     const errors: Array<string> = []
     const operator = await context.newPage()
     operator.on("pageerror", (e) => errors.push(`operator: ${e.message}`))
@@ -295,6 +326,56 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await deployment.locator(".badge", { hasText: "healthy" }).waitFor()
     assert.strictEqual(await upstream.getByTestId("upstream-disabled").count(), 0)
 
+    // ---- alerts: the first charge took the balance below 100.00; its alert was delivered, and is resent ----
+    await operator.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Alerts" }).click()
+    const deliveries = operator.getByTestId("deliveries-table")
+    const lowBalance = deliveries.locator("[data-testid=delivery-row][data-type='balance.low']")
+    await deliveries.locator("[data-testid=delivery-row][data-type='balance.low'][data-status=delivered]").waitFor()
+    assert.strictEqual(await lowBalance.count(), 1)
+    const deliveryId = (await lowBalance.getAttribute("data-delivery")) ?? ""
+    const eventId = (await lowBalance.getAttribute("data-event-id")) ?? ""
+    assert.match(eventId, /^evt_[0-9a-f]{32}$/)
+    assert.strictEqual(sentTimes(eventId), 1)
+    assert.strictEqual(await lowBalance.getByRole("link").getAttribute("href"), `#/accounts/${accountId}`)
+    assert.include(await lowBalance.textContent(), "200")
+    // The event, as the webhook received it, unfolds under its row.
+    const event = deliveries.locator(`[data-testid=delivery-event][data-delivery="${deliveryId}"]`)
+    await lowBalance.getByRole("button", { name: "balance.low" }).click()
+    assert.include(await event.textContent(), eventId)
+    const data = JSON.parse((await event.getByTestId("event-data").textContent()) ?? "{}") as Record<string, string>
+    // The balance after the chat, the first charge.
+    assert.match(data.available, /^24\.9999\d\d$/)
+    assert.deepStrictEqual(data, { accountId, available: data.available, threshold: "100.000000" })
+    // The status filter asks the server for that status only.
+    await operator.getByRole("button", { name: "Failed", exact: true }).click()
+    await operator.getByText("No failed delivery.").waitFor()
+    await operator.getByRole("button", { name: "Delivered", exact: true }).click()
+    await lowBalance.waitFor()
+    await operator.getByRole("button", { name: "All", exact: true }).click()
+    await lowBalance.waitFor()
+    await operator.getByTestId(`resend-${deliveryId}`).click()
+    await lowBalance
+      .getByTestId("resend-note")
+      .filter({ hasText: /^(Queued to be sent again|Sent again)\.$/ })
+      .waitFor()
+    // The same event, with the same id, reaches the webhook a second time; the page shows it sent again.
+    await eventually("the resent alert", () => sentTimes(eventId) === 2)
+    await lowBalance
+      .getByTestId("resend-note")
+      .filter({ hasText: /^Sent again\.$/ })
+      .waitFor()
+    assert.strictEqual(await lowBalance.getAttribute("data-status"), "delivered")
+    assert.strictEqual(
+      received
+        .filter((r) => r.headers["x-tollgate-event-id"] === eventId)
+        .map((r) => JSON.parse(r.body).id)
+        .join(),
+      `${eventId},${eventId}`
+    )
+    await lowBalance.getByRole("button", { name: "balance.low" }).click()
+    await event.waitFor()
+    await shot(operator, "alerts")
+
     // ---- revoke (with confirmation); the playground is refused ----
     await operator.goto(`${gateway.url}/console/#/accounts/${accountId}/keys`)
     await operator.getByRole("button", { name: "Revoke" }).click()
@@ -322,6 +403,9 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await shot(operator, "phone")
     await operator.getByRole("link", { name: "Upstreams" }).click()
     await operator.getByTestId("deployments-sim-openai").waitFor()
+    assert.isAtMost(await operator.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), 0)
+    await operator.getByRole("link", { name: "Alerts" }).click()
+    await operator.getByTestId("deliveries-table").waitFor()
     assert.isAtMost(await operator.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), 0)
     assert.deepStrictEqual(errors, [])
   }, 240_000)
