@@ -289,7 +289,77 @@ const fuzzTable: Record<string, RouteFuzz> = {
     url: () => "/admin/usage",
     query: ["accountId", "keyId", "model", "from", "to", "groupBy"]
   },
+  "GET /admin/usage/requests": {
+    envelope: "openai",
+    as: "admin",
+    url: () => "/admin/usage/requests",
+    query: ["accountId", "keyId", "requestId", "before", "limit"]
+  },
   "GET /admin/models": { envelope: "openai", as: "admin", url: () => "/admin/models" },
+  "GET /admin/upstreams": { envelope: "openai", as: "admin", url: () => "/admin/upstreams" },
+  // An upstream that does not exist: disabling a real one would take the fuzzed chat routes' models down.
+  "POST /admin/upstreams/:name/disable": {
+    envelope: "openai",
+    as: "admin",
+    url: (p) => `/admin/upstreams/${p.name}/disable`,
+    params: () => ({ name: "no-such-upstream" })
+  },
+  "POST /admin/upstreams/:name/enable": {
+    envelope: "openai",
+    as: "admin",
+    url: (p) => `/admin/upstreams/${p.name}/enable`,
+    params: () => ({ name: "no-such-upstream" })
+  },
+  "PATCH /admin/upstreams/:name": {
+    envelope: "openai",
+    as: "admin",
+    url: (p) => `/admin/upstreams/${p.name}`,
+    params: () => ({ name: "no-such-upstream" }),
+    json: {
+      base: () => ({ enabled: true }),
+      fields: [{ path: ["enabled"], bad: notAString.filter((v) => typeof v !== "boolean") }]
+    }
+  },
+  "POST /admin/accounts/:id/alerts": {
+    envelope: "openai",
+    as: "admin",
+    url: (p) => `/admin/accounts/${p.id}/alerts`,
+    params: (ids) => ({ id: ids.accountId }),
+    json: {
+      base: () => ({ url: "https://hooks.example/x", events: ["video.failed"], secret: "whsec_fuzz_0123456789" }),
+      fields: [
+        { path: ["url"], bad: text(2048) },
+        { path: ["events", 0], bad: text(50) },
+        { path: ["events"], bad: fc.oneof(notAString, fc.constant([])) },
+        { path: ["secret"], bad: text(256) },
+        { path: ["balanceBelow"], bad: badAmount.filter((a) => a !== 0) }
+      ]
+    }
+  },
+  "GET /admin/accounts/:id/alerts": {
+    envelope: "openai",
+    as: "admin",
+    url: (p) => `/admin/accounts/${p.id}/alerts`,
+    params: (ids) => ({ id: ids.accountId })
+  },
+  "DELETE /admin/alerts/:endpointId": {
+    envelope: "openai",
+    as: "admin",
+    url: (p) => `/admin/alerts/${p.endpointId}`,
+    params: () => ({ endpointId: someUuid })
+  },
+  "GET /admin/alerts/deliveries": {
+    envelope: "openai",
+    as: "admin",
+    url: () => "/admin/alerts/deliveries",
+    query: ["accountId", "status", "limit"]
+  },
+  "POST /admin/alerts/deliveries/:id/resend": {
+    envelope: "openai",
+    as: "admin",
+    url: (p) => `/admin/alerts/deliveries/${p.id}/resend`,
+    params: () => ({ id: someUuid })
+  },
   "POST /admin/replay": { envelope: "openai", as: "admin", url: () => "/admin/replay", query: ["mode"] },
   "POST /admin/audit/verify": { envelope: "openai", as: "admin", url: () => "/admin/audit/verify" },
   "POST /admin/audit/checkpoint": { envelope: "openai", as: "admin", url: () => "/admin/audit/checkpoint" },
@@ -304,6 +374,12 @@ const fuzzTable: Record<string, RouteFuzz> = {
     as: "key",
     url: () => "/v1/usage",
     query: ["model", "from", "to", "groupBy", "accountId", "keyId"]
+  },
+  "GET /v1/usage/requests": {
+    envelope: "openai",
+    as: "key",
+    url: () => "/v1/usage/requests",
+    query: ["requestId", "keyId", "before", "limit"]
   },
   "GET /v1/balance": { envelope: "openai", as: "key", url: () => "/v1/balance" },
   "POST /v1/chat/completions": {
