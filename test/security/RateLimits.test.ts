@@ -5,7 +5,7 @@
  * gateway instances on one Postgres share one key's budget.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Redis } from "ioredis"
+import { redisAnswers, redisUrl } from "../support/Redis.ts"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -14,20 +14,6 @@ import { type Admin, makeAdmin } from "../http/chat/ChatHarness.ts"
 import { createPostgresDatabase } from "../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
 
-const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
-
-const redisAnswers = async (): Promise<boolean> => {
-  const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
-  client.on("error", () => undefined)
-  try {
-    await client.connect()
-    return (await client.ping()) === "PONG"
-  } catch {
-    return false
-  } finally {
-    client.disconnect()
-  }
-}
 const redisUp = await redisAnswers()
 if (!redisUp) console.warn(`[tollgate] no Redis at ${redisUrl}: the shared rate-limit suites are skipped`)
 

@@ -5,7 +5,7 @@
  * suffix, so runs sharing one Redis never see each other's state.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Redis } from "ioredis"
+import { redisAnswers, redisUrl } from "../../support/Redis.ts"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -13,21 +13,6 @@ import { join } from "node:path"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { type Admin, makeAdmin } from "../chat/ChatHarness.ts"
-
-const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
-
-const redisAnswers = async (): Promise<boolean> => {
-  const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false })
-  client.on("error", () => undefined)
-  try {
-    await client.connect()
-    return (await client.ping()) === "PONG"
-  } catch {
-    return false
-  } finally {
-    client.disconnect()
-  }
-}
 
 const redisUp = await redisAnswers()
 if (!redisUp) console.warn(`[tollgate] no Redis at ${redisUrl}: the shared routing-state suite is skipped`)
