@@ -1,16 +1,22 @@
 /**
  * Per-deployment Prometheus figures, read from routing at scrape time: state (one series per state, 1 for the
  * current one), requests in flight, attempts by outcome, error rate and latency to the first byte. Labels are the
- * operator's own names (model, upstream, upstream model), so their number is bounded by the config.
+ * operator's own names (model, upstream, upstream model), so their number is bounded by the config. Video models,
+ * which routing does not serve, are left out.
  */
 import { Effect } from "effect"
 import { Counter, Gauge, type Registry } from "prom-client"
 import type { Deployments, UpstreamStatus } from "../app/routing/Deployments.ts"
+import { routedOnly } from "../app/routing/DeploymentStatus.ts"
 
 const STATES = ["healthy", "cooling", "open", "half_open", "disabled"] as const
 const OUTCOMES = ["success", "rate_limited", "failed", "auth", "rejected", "cancelled"] as const
 
-export const registerDeploymentMetrics = (registry: Registry, deployments: Deployments["Service"]): void => {
+export const registerDeploymentMetrics = (
+  registry: Registry,
+  deployments: Deployments["Service"],
+  isRouted: (model: string) => boolean
+): void => {
   let last: ReadonlyArray<UpstreamStatus> = []
   let reading: Promise<void> | undefined
   const refresh = () => {
@@ -18,7 +24,7 @@ export const registerDeploymentMetrics = (registry: Registry, deployments: Deplo
       deployments.status.pipe(
         Effect.tap((status) =>
           Effect.sync(() => {
-            last = status
+            last = routedOnly(status, isRouted)
           })
         ),
         Effect.asVoid

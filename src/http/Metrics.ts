@@ -189,7 +189,7 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
           this.set(ledger.liveStats().pendingResolutions)
         }
       })
-      registerDeploymentMetrics(registry, deployments)
+      registerDeploymentMetrics(registry, deployments, (model) => plugins.resolve(model)?.kind !== "videos")
       const sink: MetricsSink = {
         observe: ({ route, method, status, seconds, telemetry }) => {
           // A model the catalog does not have is one label, `unknown`: a client must not grow the label set.

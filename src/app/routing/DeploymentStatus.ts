@@ -101,3 +101,16 @@ export const statusOf = (
         })
     }
   })
+
+/**
+ * The upstreams' status without the deployments of models routing never serves (video tasks keep to their own
+ * dispatch, docs/deployments.md): they would only ever show as healthy and idle.
+ */
+export const routedOnly = (
+  upstreams: ReadonlyArray<UpstreamStatus>,
+  isRouted: (model: string) => boolean
+): ReadonlyArray<UpstreamStatus> =>
+  upstreams.map((upstream) => ({
+    ...upstream,
+    deployments: upstream.deployments.filter((deployment) => isRouted(deployment.model))
+  }))

@@ -7,18 +7,22 @@
  */
 import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
+import { PluginRegistry } from "../../app/PluginRegistry.ts"
 import { Deployments } from "../../app/routing/Deployments.ts"
+import { routedOnly } from "../../app/routing/DeploymentStatus.ts"
 import { apiError } from "../ApiError.ts"
 import { readJsonAs } from "../RequestBody.ts"
 import { HttpSettings, json, route } from "../Route.ts"
 import { admin } from "./AdminApi.ts"
 
-const list = admin(
-  Effect.gen(function* () {
-    const upstreams = yield* (yield* Deployments).status
-    return json({ object: "list", data: upstreams })
-  })
-)
+/** Every upstream's status, leaving out the deployments of video models, which routing does not serve. */
+const routedStatus = Effect.gen(function* () {
+  const registry = yield* PluginRegistry
+  const upstreams = yield* (yield* Deployments).status
+  return routedOnly(upstreams, (model) => registry.resolve(model)?.kind !== "videos")
+})
+
+const list = admin(Effect.map(routedStatus, (upstreams) => json({ object: "list", data: upstreams })))
 
 const Patch = Schema.Struct({ enabled: Schema.Boolean })
 
@@ -34,7 +38,7 @@ const toggle = (wanted: boolean | "from-body") =>
       if (!(yield* deployments.setEnabled(name, enabled))) {
         return yield* apiError(404, `no upstream is named '${name.slice(0, 100)}'`, { code: "upstream_not_found" })
       }
-      const upstream = (yield* deployments.status).find((candidate) => candidate.name === name)
+      const upstream = (yield* routedStatus).find((candidate) => candidate.name === name)
       return json(upstream)
     })
   )

@@ -25,7 +25,9 @@ upstreams:
   limited: { protocol: openai, baseUrl: "${s.limited?.baseUrl}/v1", apiKey: "sk-sim-test-key", timeoutMs: 10000 }
   wrongkey: { protocol: openai, baseUrl: "${s.wrongkey?.baseUrl}/v1", apiKey: "sk-not-the-key", timeoutMs: 10000 }
   slow: { protocol: openai, baseUrl: "${s.slow?.baseUrl}/v1", apiKey: "sk-sim-test-key", timeoutMs: 10000 }
+  ark: { protocol: ark, baseUrl: "${s.a?.baseUrl}/api/v3", apiKey: "sk-sim-test-key", timeoutMs: 10000 }
 models:
+  - { id: clip, plugin: video, upstreams: [ark], upstreamModel: seedance-2-0-fast, pricing: { output: "1.40" } }
   - id: spread
     plugin: text
     deployments: [{ upstream: a, upstreamModel: m-a, weight: 3 }, { upstream: b, upstreamModel: m-b, weight: 1 }]
@@ -247,6 +249,8 @@ describe("deployments", () => {
       ((await admin.call("PATCH", "/admin/upstreams/b", { enabled: true })).body as unknown as Upstream).state,
       "enabled"
     )
+    // A video model keeps to its own dispatch: its upstream is listed, without a deployment that would look idle.
+    assert.deepStrictEqual((await upstreams()).find((entry) => entry.name === "ark")?.deployments, [])
     const unauthorized = await fetch(`${gateway.url}/admin/upstreams`)
     assert.strictEqual(unauthorized.status, 401)
   })
