@@ -22,7 +22,12 @@ const routedStatus = Effect.gen(function* () {
   return routedOnly(upstreams, (model) => registry.resolve(model)?.kind !== "videos")
 })
 
-const list = admin(Effect.map(routedStatus, (upstreams) => json({ object: "list", data: upstreams })))
+// `deployments` repeats every upstream's deployments as one flat list, for callers that look a deployment up by model.
+const list = admin(
+  Effect.map(routedStatus, (upstreams) =>
+    json({ object: "list", data: upstreams, deployments: upstreams.flatMap((upstream) => upstream.deployments) })
+  )
+)
 
 const Patch = Schema.Struct({ enabled: Schema.Boolean })
 

@@ -63,6 +63,7 @@ interface Upstream {
   readonly state: string
   readonly disabled: { readonly reason: string; readonly message: string } | null
   readonly deployments: ReadonlyArray<{
+    readonly upstream: string
     readonly model: string
     readonly upstreamModel: string
     readonly state: string
@@ -249,6 +250,16 @@ describe("deployments", () => {
       ((await admin.call("PATCH", "/admin/upstreams/b", { enabled: true })).body as unknown as Upstream).state,
       "enabled"
     )
+    // The same deployments, as one flat list.
+    const listed = (await admin.call("GET", "/admin/upstreams")).body as unknown as {
+      data: ReadonlyArray<Upstream>
+      deployments: Upstream["deployments"]
+    }
+    assert.deepStrictEqual(
+      listed.deployments,
+      listed.data.flatMap((upstream) => upstream.deployments)
+    )
+    assert.isTrue(listed.deployments.some((entry) => entry.model === "spread" && entry.upstream === "b"))
     // A video model keeps to its own dispatch: its upstream is listed, without a deployment that would look idle.
     assert.deepStrictEqual((await upstreams()).find((entry) => entry.name === "ark")?.deployments, [])
     const unauthorized = await fetch(`${gateway.url}/admin/upstreams`)
