@@ -115,7 +115,16 @@ export const affinityKey = (
   return `${keyId}:prefix:${digest(leadingText(request, PREFIX_CHARS))}`
 }
 
-/** How a chat call is routed: its conversation's affinity, the most tokens it can use (its input and the output it may write), and whether it streams. */
+/** What routing needs to keep a conversation together (see `RouteHint.conversation`). */
+export interface Conversation {
+  readonly affinity: string | undefined
+  readonly trail: ReturnType<typeof conversationTrail>
+}
+
+/**
+ * How a chat call is routed: its conversation (affinity and trail, digested only if routing asks), the most tokens
+ * it can use (its input and the output it may write), and whether it streams.
+ */
 export const chatRouteHint = (
   keyId: string,
   request: ChatRequest,
@@ -123,8 +132,10 @@ export const chatRouteHint = (
   inputTokens: number,
   model: PluginModel
 ): RouteHint => ({
-  affinity: affinityKey(keyId, request, client, inputTokens),
-  trail: conversationTrail(keyId, request),
+  conversation: () => ({
+    affinity: affinityKey(keyId, request, client, inputTokens),
+    trail: conversationTrail(keyId, request)
+  }),
   tokens: inputTokens + (request.maxTokens ?? model.maxOutputTokens),
   streamed: request.stream
 })

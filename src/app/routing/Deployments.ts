@@ -32,16 +32,19 @@ import { OperatorConfig } from "../OperatorConfig.ts"
 import { DeploymentStates, type UpstreamDisabled } from "../ports/DeploymentStates.ts"
 import { type Admission, RateLimiter } from "../RateLimiter.ts"
 import { atResponseEnd } from "../RequestTelemetry.ts"
+import type { Conversation } from "./Affinity.ts"
 import { Alerts } from "../alerts/Alerts.ts"
 import { ConversationTrails, DeploymentStats } from "./DeploymentStats.ts"
 import { type DeploymentStatus, statusOf, type UpstreamStatus } from "./DeploymentStatus.ts"
 
 /** What the caller knows about a call that routing can use. */
 export interface RouteHint {
-  /** Keeps one conversation on one deployment while it stays available (see `affinityKey`); absent: round robin. */
-  readonly affinity?: string | undefined
-  /** A conversation's trail (Affinity.ts): a next turn goes where its previous turn went, while available. */
-  readonly trail?: { readonly continues: ReadonlyArray<string>; readonly whole: string } | undefined
+  /**
+   * The call's conversation, worked out only when the model has a choice of deployments (it digests the prompt):
+   * - `affinity` keeps it on one deployment while that stays available (see `affinityKey`); absent: round robin;
+   * - `trail` (Affinity.ts) sends a next turn where its previous turn went, while available.
+   */
+  readonly conversation?: (() => Conversation) | undefined
   /** The most tokens the call can use, counted against `tpm` limits when it is admitted. */
   readonly tokens?: number | undefined
   /** Keep the deployment's in-flight slot until the response has been sent (a stream), not just until it starts. */
@@ -214,6 +217,7 @@ export class Deployments extends Context.Service<
           const deployments = byModel.get(model.id)
           if (deployments === undefined || deployments.length === 0) return yield* attempt(model)
           const started = yield* Clock.currentTimeMillis
+          const { affinity, trail } = (deployments.length > 1 ? hint.conversation?.() : undefined) ?? {}
           const tried = new Set<Deployment>()
           let attempts = 0
           let last: PluginFailure | undefined
@@ -244,10 +248,10 @@ export class Deployments extends Context.Service<
               weight: entry.deployment.weight,
               priority: entry.deployment.priority
             }))
-            const previous = hint.affinity === undefined ? trails.recall(model.id, hint.trail, now) : undefined
+            const previous = affinity === undefined ? trails.recall(model.id, trail, now) : undefined
             const chosen =
               bestTier(candidates).find((candidate) => candidate.id === previous) ??
-              choose(candidates, hint.affinity, countersOf(model.id))
+              choose(candidates, affinity, countersOf(model.id))
             const { deployment } = chosen
             tried.add(deployment)
             const admission = yield* admit(deployment, hint)
@@ -279,7 +283,7 @@ export class Deployments extends Context.Service<
             const latency = (yield* Clock.currentTimeMillis) - now
             if (Exit.isSuccess(exit)) {
               deployment.stats.record("success", latency)
-              trails.remember(model.id, hint.trail, deployment.id, now)
+              trails.remember(model.id, trail, deployment.id, now)
               yield* learn(deployment, health, { _tag: "Succeeded" })
               if (hint.streamed === true) yield* atResponseEnd(release)
               else yield* release
