@@ -23,6 +23,14 @@ export const pluginFailure = (
   } = {}
 ): PluginFailure => ({ _tag: "PluginFailure", reason, message, ...extra })
 
+/**
+ * Whether an upstream's answer (its status and body) says it refused the gateway's credentials: 401 and 403, and
+ * Gemini's answer to a wrong key, a 400 whose reason is `API_KEY_INVALID`. Plugins word the failure by it; routing
+ * disables the upstream by it.
+ */
+export const refusedCredentials = (status: number, body: string | undefined): boolean =>
+  status === 401 || status === 403 || (status === 400 && body !== undefined && body.includes("API_KEY_INVALID"))
+
 /** Whether a failure says the request itself was refused (its hold is released as `rejected`, not `failed`). */
 export const isRejection = (failure: PluginFailure): boolean => failure.reason === "invalid_request"
 

@@ -2,7 +2,7 @@
  * The rules routing applies around each attempt, apart from the service's state: which deployments a model has,
  * what a failed attempt says (about the deployment, and about trying another), and how long a health state is kept.
  */
-import type { PluginFailure } from "../../plugins/ModelPlugin.ts"
+import { type PluginFailure, refusedCredentials } from "../../plugins/ModelPlugin.ts"
 import type { Availability, Health, HealthPolicy, Outcome } from "../../domain/routing/DeploymentHealth.ts"
 import type { DeploymentConfig } from "../config/OperatorConfigData.ts"
 import type { OutcomeKind } from "./DeploymentStats.ts"
@@ -27,16 +27,12 @@ export const deploymentsOf = (model: {
 type Verdict = "retry" | "stop"
 
 /** What a failed attempt says about its deployment, and whether another deployment is worth trying. */
-/** 401 and 403, and Gemini's answer to a wrong key: a 400 whose reason is `API_KEY_INVALID`. */
-const refusedCredentials = (failure: PluginFailure): boolean =>
-  failure.upstreamStatus === 401 ||
-  failure.upstreamStatus === 403 ||
-  (failure.upstreamStatus === 400 && failure.detail?.includes("API_KEY_INVALID") === true)
-
 export const judge = (
   failure: PluginFailure
 ): { readonly kind: OutcomeKind; readonly outcome?: Outcome; readonly next: Verdict } => {
-  if (refusedCredentials(failure)) return { kind: "auth", next: "retry" }
+  if (failure.upstreamStatus !== undefined && refusedCredentials(failure.upstreamStatus, failure.detail)) {
+    return { kind: "auth", next: "retry" }
+  }
   switch (failure.reason) {
     case "rate_limited":
       return { kind: "rate_limited", outcome: rateLimited(failure), next: "retry" }

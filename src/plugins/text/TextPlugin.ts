@@ -10,7 +10,14 @@ import type { UpstreamConfig } from "../ModelPlugin.ts"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { AnthropicPaths, GeminiPaths, OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
-import { type ChatCall, type ChatPlugin, type ChatReply, type PluginFailure, pluginFailure } from "../ModelPlugin.ts"
+import {
+  type ChatCall,
+  type ChatPlugin,
+  type ChatReply,
+  type PluginFailure,
+  pluginFailure,
+  refusedCredentials
+} from "../ModelPlugin.ts"
 import { irToAnthropicRequest } from "./convert/anthropic.ts"
 import { type Converted, convertError } from "./convert/ChatIR.ts"
 import { irToResponsesRequest } from "./convert/responses.ts"
@@ -93,10 +100,6 @@ export const failureFromUpstream = (error: UpstreamError): PluginFailure => {
       return pluginFailure("cancelled", "the request was cancelled")
   }
 }
-
-/** 401 and 403, and Gemini's answer to a wrong key: a 400 whose reason is `API_KEY_INVALID`. */
-export const refusedCredentials = (status: number, body: string | undefined): boolean =>
-  status === 401 || status === 403 || (status === 400 && body !== undefined && body.includes("API_KEY_INVALID"))
 
 /** A failure worth trying the next upstream for: the same request might succeed elsewhere. */
 const tryNext = (error: UpstreamError): boolean => {
