@@ -5,8 +5,9 @@
  * instead of leaking. If Redis cannot be reached the request is admitted and a warning logged: a limiter outage must
  * not take the gateway down with it.
  */
-import { Clock, Effect, Layer, Redacted } from "effect"
+import { Clock, Effect, Layer, type Redacted } from "effect"
 import { randomUUID } from "node:crypto"
+import { acquireRedis } from "../redis/RedisConnection.ts"
 import { type Admission, MINUTE_MS, RateLimited, RateLimiter, secondsToNextMinute } from "../../app/RateLimiter.ts"
 import { effectiveRateLimits, noRateLimits, type RateLimits } from "../../domain/keys/RateLimits.ts"
 
@@ -39,21 +40,7 @@ export const layer = (url: Redacted.Redacted<string>, defaults: RateLimits): Lay
   Layer.effect(
     RateLimiter,
     Effect.gen(function* () {
-      // Loaded only when REDIS_URL is set: the in-process limiter needs no client.
-      const { Redis } = yield* Effect.promise(() => import("ioredis"))
-      const redis = yield* Effect.acquireRelease(
-        Effect.sync(
-          () =>
-            new Redis(Redacted.value(url), {
-              lazyConnect: false,
-              maxRetriesPerRequest: 1,
-              enableOfflineQueue: false
-            })
-        ),
-        (client) => Effect.promise(() => client.quit().catch(() => client.disconnect()))
-      )
-      // ioredis reports connection trouble as events; the calls below fail on their own and are logged there.
-      redis.on("error", () => undefined)
+      const redis = yield* acquireRedis(url)
       const keys = (keyId: string, minute: number) => [
         `tollgate:rl:${keyId}:${minute}:requests`,
         `tollgate:rl:${keyId}:${minute}:tokens`,

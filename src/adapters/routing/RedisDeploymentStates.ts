@@ -4,8 +4,9 @@
  * is one round trip (MGET and HGETALL pipelined). Redis trouble is logged and routing goes on with what is known:
  * nothing, for a read, which routes as if every deployment were healthy.
  */
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, type Redacted } from "effect"
 import type { Health } from "../../domain/routing/DeploymentHealth.ts"
+import { acquireRedis } from "../redis/RedisConnection.ts"
 import { DeploymentStates, type UpstreamDisabled } from "../../app/ports/DeploymentStates.ts"
 
 const PREFIX = "tollgate:deployment:"
@@ -24,15 +25,7 @@ export const layer = (url: Redacted.Redacted<string>): Layer.Layer<DeploymentSta
   Layer.effect(
     DeploymentStates,
     Effect.gen(function* () {
-      const { Redis } = yield* Effect.promise(() => import("ioredis"))
-      const redis = yield* Effect.acquireRelease(
-        Effect.sync(
-          () =>
-            new Redis(Redacted.value(url), { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: false })
-        ),
-        (client) => Effect.promise(() => client.quit().catch(() => client.disconnect()))
-      )
-      redis.on("error", () => undefined)
+      const redis = yield* acquireRedis(url)
       const empty = { health: new Map<string, Health>(), disabled: new Map<string, UpstreamDisabled>() }
       const warn = (what: string) => (error: unknown) =>
         Effect.logWarning(`deployment states: Redis ${what} failed; routing on what this instance knows`).pipe(
