@@ -194,3 +194,16 @@ export const checkRequestParameters: Effect.Effect<
   const problem = queryProblem(url.slice(start + 1, end === -1 ? undefined : end))
   if (problem !== undefined) return yield* problem
 })
+
+/**
+ * A list's `limit` query parameter: absent → `fallback`; else decimal digits (no more than `max` has) from 1 to
+ * `max`, or a 400 naming the range.
+ */
+export const limitParam = (params: URLSearchParams, fallback: number, max: number): Effect.Effect<number, ApiError> => {
+  const text = params.get("limit")
+  if (text === null) return Effect.succeed(fallback)
+  const limit = new RegExp(`^\\d{1,${String(max).length}}$`).test(text) ? Number(text) : Number.NaN
+  return Number.isInteger(limit) && limit >= 1 && limit <= max
+    ? Effect.succeed(limit)
+    : Effect.fail(badRequest(`limit: expected an integer from 1 to ${max}`, "limit"))
+}

@@ -3,6 +3,7 @@
  * cancelled, its input items listed, and a request's input tokens counted. The conversation work is
  * `app/responses/ResponsesGateway.ts`; this module checks what the client sent and writes OpenAI's shapes.
  */
+import { limitParam } from "./InputLimits.ts"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { ResponsesGateway } from "../app/responses/ResponsesGateway.ts"
@@ -107,11 +108,7 @@ const cancel = Effect.gen(function* () {
 const inputItems = Effect.gen(function* () {
   const key = yield* authenticate("openai")
   const params = yield* query
-  const limitText = params.get("limit")
-  const limit = limitText === null ? 20 : /^\d{1,3}$/.test(limitText) ? Number(limitText) : Number.NaN
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_ITEMS_LIMIT) {
-    return yield* badRequest(`limit: expected an integer from 1 to ${MAX_ITEMS_LIMIT}`, "limit")
-  }
+  const limit = yield* limitParam(params, 20, MAX_ITEMS_LIMIT)
   const order = params.get("order") ?? "desc"
   if (order !== "asc" && order !== "desc") return yield* badRequest("order: expected asc or desc", "order")
   const page = yield* (yield* ResponsesGateway).inputItems(key, yield* idParam, {

@@ -3,6 +3,7 @@
  * (`GET /v1/usage`, `GET /v1/balance`, their own account only, with their API key); and each request's own charge
  * (`GET /v1/usage/requests`, `GET /admin/usage/requests?accountId=`), found by the `x-request-id` its response carried.
  */
+import { limitParam } from "./InputLimits.ts"
 import { Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { Accounts } from "../app/Accounts.ts"
@@ -116,10 +117,7 @@ const chargeView = (charge: RequestCharge) => ({
 /** `limit` (1–1000, default 100), `before` (an ISO instant: the previous page's last `createdAt`), `requestId`, `keyId`. */
 const readChargeQuery = (params: URLSearchParams, accountId: string) =>
   Effect.gen(function* () {
-    const limitText = params.get("limit") ?? "100"
-    if (!/^\d{1,4}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 1000) {
-      return yield* badRequest("limit: expected an integer from 1 to 1000", "limit")
-    }
+    const limit = yield* limitParam(params, 100, 1000)
     const beforeText = params.get("before")
     const before = beforeText === null || beforeText === "" ? undefined : parseInstant(beforeText)
     if (beforeText !== null && beforeText !== "" && before === undefined) {
@@ -129,7 +127,6 @@ const readChargeQuery = (params: URLSearchParams, accountId: string) =>
     if (requestId !== undefined && (requestId.length === 0 || requestId.length > 200)) {
       return yield* badRequest("requestId: expected 1 to 200 characters", "requestId")
     }
-    const limit = Number(limitText)
     return {
       accountId,
       keyId: yield* uuidParam("keyId", params.get("keyId")),

@@ -15,7 +15,7 @@ import { validateVideoSubmit } from "../domain/video/VideoSubmit.ts"
 import { pixelSize, sizeKeyOf, type VideoRatio, type VideoResolution } from "../domain/video/VideoSpec.ts"
 import { apiError, badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
-import { checkJson } from "./InputLimits.ts"
+import { checkJson, limitParam } from "./InputLimits.ts"
 import { parseFormData, parseJsonField, readBytes, readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
 
@@ -163,11 +163,7 @@ export const listFor = (accountId: string) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const query = new URL(request.url, "http://x").searchParams
-    const limitText = query.get("limit")
-    const limit = limitText === null ? 20 : /^\d{1,3}$/.test(limitText) ? Number(limitText) : Number.NaN
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-      return yield* badRequest(`limit: expected an integer from 1 to ${MAX_LIST_LIMIT}`, "limit")
-    }
+    const limit = yield* limitParam(query, 20, MAX_LIST_LIMIT)
     const order = query.get("order") ?? "desc"
     if (order !== "asc" && order !== "desc") return yield* badRequest("order: expected asc or desc", "order")
     const after = query.get("after") ?? undefined

@@ -4,6 +4,7 @@
  * (`GET /admin/alerts/deliveries`, `POST /admin/alerts/deliveries/{id}/resend`). A secret is accepted once and never
  * shown again.
  */
+import { limitParam } from "../InputLimits.ts"
 import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { Accounts } from "../../app/Accounts.ts"
@@ -125,14 +126,11 @@ const deliveries = admin(
     if (status !== undefined && !(STATUSES as ReadonlyArray<string>).includes(status)) {
       return yield* badRequest(`status: expected one of ${STATUSES.join(", ")}`, "status")
     }
-    const limitText = params.get("limit") ?? "100"
-    if (!/^\d{1,4}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 1000) {
-      return yield* badRequest("limit: expected an integer from 1 to 1000", "limit")
-    }
+    const limit = yield* limitParam(params, 100, 1000)
     const rows = yield* (yield* Alerts).deliveries({
       accountId,
       status: status as DeliveryStatus | undefined,
-      limit: Number(limitText)
+      limit
     })
     return json({ object: "list", data: rows.map(deliveryView) })
   })
