@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import { Counter, Gauge, type Registry } from "prom-client"
 import type { Deployments, UpstreamStatus } from "../app/routing/Deployments.ts"
 import { routedOnly } from "../app/routing/DeploymentStatus.ts"
+import { oncePerScrape } from "./ScrapeOnce.ts"
 
 const STATES = ["healthy", "cooling", "open", "half_open", "disabled"] as const
 const OUTCOMES = ["success", "rate_limited", "failed", "auth", "rejected", "cancelled"] as const
@@ -18,22 +19,16 @@ export const registerDeploymentMetrics = (
   isRouted: (model: string) => boolean
 ): void => {
   let last: ReadonlyArray<UpstreamStatus> = []
-  let reading: Promise<void> | undefined
-  const refresh = () => {
-    reading ??= Effect.runPromise(
-      deployments.status.pipe(
-        Effect.tap((status) =>
-          Effect.sync(() => {
-            last = routedOnly(status, isRouted)
-          })
-        ),
-        Effect.asVoid
-      )
-    ).finally(() => {
-      reading = undefined
-    })
-    return reading
-  }
+  const refresh = oncePerScrape(
+    deployments.status.pipe(
+      Effect.tap((status) =>
+        Effect.sync(() => {
+          last = routedOnly(status, isRouted)
+        })
+      ),
+      Effect.asVoid
+    )
+  )
   const each = function* () {
     for (const upstream of last) {
       for (const deployment of upstream.deployments) {

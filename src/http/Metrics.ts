@@ -20,6 +20,7 @@ import { PluginRegistry } from "../app/PluginRegistry.ts"
 import { apiError } from "./ApiError.ts"
 import { Deployments } from "../app/routing/Deployments.ts"
 import { registerDeploymentMetrics } from "./DeploymentMetrics.ts"
+import { oncePerScrape } from "./ScrapeOnce.ts"
 
 export interface RequestObservation {
   readonly route: string
@@ -85,27 +86,21 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
       // Scrape-time figures, read once per scrape by whichever gauge is collected first (prom-client collects them
       // concurrently). A failed read keeps the previous figures: a scrape must not fail with the store.
       let last = { events: 0, holds: 0, held: 0, videos: {} as Readonly<Record<string, number>> }
-      let inFlight: Promise<void> | undefined
-      const refresh = () => {
-        inFlight ??= Effect.runPromise(
-          stats.snapshot.pipe(
-            Effect.tap((snapshot) =>
-              Effect.sync(() => {
-                last = {
-                  events: Number(snapshot.eventsAppended),
-                  holds: snapshot.holdsOutstanding.count,
-                  held: Number(snapshot.holdsOutstanding.amount),
-                  videos: snapshot.videoTasks
-                }
-              })
-            ),
-            Effect.ignore
-          )
-        ).finally(() => {
-          inFlight = undefined
-        })
-        return inFlight
-      }
+      const refresh = oncePerScrape(
+        stats.snapshot.pipe(
+          Effect.tap((snapshot) =>
+            Effect.sync(() => {
+              last = {
+                events: Number(snapshot.eventsAppended),
+                holds: snapshot.holdsOutstanding.count,
+                held: Number(snapshot.holdsOutstanding.amount),
+                videos: snapshot.videoTasks
+              }
+            })
+          ),
+          Effect.ignore
+        )
+      )
       new Gauge({
         name: "tollgate_ledger_events_appended",
         help: "Events appended to the ledger (its highest global position)",
