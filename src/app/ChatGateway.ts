@@ -4,16 +4,16 @@
  * end, however they end: completed, cut by the upstream, or abandoned by the client (then the upstream call is
  * aborted and the account pays for what was delivered, counted with the tokenizer when no usage arrived).
  */
-import { Clock, Context, Effect, Exit, Fiber, Layer, Result, Stream } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Result, Stream } from "effect"
 import { randomUUID } from "node:crypto"
-import type { ChatPlugin, ChatReply, Dialect, PluginFailure, PluginModel, SseFrame } from "../plugins/ModelPlugin.ts"
+import type { ChatPlugin, Dialect, PluginModel, SseFrame } from "../plugins/ModelPlugin.ts"
 import { PluginRegistry } from "./PluginRegistry.ts"
 import { isRecord, parseJson, swapSoleModel } from "../plugins/text/convert/json.ts"
 import { ChatDialects } from "./ports/ChatDialects.ts"
 import { TokenCounter } from "./ports/TokenCounter.ts"
 import { readyBatches } from "./ReadyBatches.ts"
 import { makeStreamTransducer, type StreamTransducer } from "../plugins/text/convert/StreamTransducer.ts"
-import { releaseReason, resolveModel } from "./HeldCall.ts"
+import { callUnderHold, resolveModel } from "./HeldCall.ts"
 import {
   InvalidChatRequest,
   type ModelNotAllowed,
@@ -151,49 +151,16 @@ export class ChatGateway extends Context.Service<
         const abort = new AbortController()
         const clientCall = { dialect: input.dialect, body: input.body }
         const hint = chatRouteHint(input.key.keyId, request, clientCall, inputTokens, model)
-        const invoke = deployments
-          .route(model, hint, (deployment) =>
-            plugin.invoke({
-              model: deployment,
-              request,
-              client: clientCall,
-              requestId: input.requestId,
-              signal: abort.signal
-            })
-          )
-          .pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())))
-        /** Releases the hold of a call that ended without a reply: the reason says how it ended. */
-        const releaseUnless = (holdId: string) => (exit: Exit.Exit<ChatReply, PluginFailure>) =>
-          Exit.isSuccess(exit)
-            ? Effect.void
-            : ledger.release(input.key.accountId, holdId, releaseReason(exit)).pipe(Effect.ignore)
-        // Uninterruptible from the hold's commit until its release is attached: a request interrupted meanwhile (the
-        // client left) still releases a hold that committed; only the upstream call itself can be interrupted.
-        const { holdId, reply } = yield* Effect.uninterruptibleMask((restore) =>
-          Effect.gen(function* () {
-            if (!ledger.likelyAccepted(holdInput, yield* Clock.currentTimeMillis)) {
-              const { holdId } = yield* ledger.placeHold(holdInput)
-              const reply = yield* restore(invoke).pipe(Effect.onExit(releaseUnless(holdId)))
-              return { holdId, reply }
-            }
-            // Funded by this instance's last commit of the account: the upstream call starts while the hold commits,
-            // so the commit's round trip overlaps the upstream's. Nothing reaches the client before the hold is
-            // committed; a hold refused after all (another instance spent the balance meanwhile) aborts the call.
-            const calling = yield* Effect.forkChild(restore(invoke), { startImmediately: true })
-            const held = yield* Effect.exit(ledger.placeHold(holdInput))
-            if (Exit.isFailure(held)) {
-              abort.abort()
-              yield* Fiber.interrupt(calling)
-              return yield* Effect.failCause(held.cause)
-            }
-            const { holdId } = held.value
-            const reply = yield* restore(Fiber.join(calling)).pipe(
-              Effect.onInterrupt(() => Fiber.interrupt(calling)),
-              Effect.onExit(releaseUnless(holdId))
-            )
-            return { holdId, reply }
-          })
-        ).pipe(Effect.mapError((error) => (error._tag === "PluginFailure" ? upstreamFailed(error) : error)))
+        const { hold, reply } = yield* callUnderHold(
+          ledger,
+          holdInput,
+          (signal) =>
+            deployments.route(model, hint, (deployment) =>
+              plugin.invoke({ model: deployment, request, client: clientCall, requestId: input.requestId, signal })
+            ),
+          abort
+        )
+        const holdId = hold.holdId
         const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
         const fallbackId = `msg_${randomUUID().replaceAll("-", "")}`
 
@@ -202,7 +169,7 @@ export class ChatGateway extends Context.Service<
         if (reply._tag === "Body") {
           const ir = dialects[reply.dialect].readReply(reply.body, { id: fallbackId, model: modelId })
           if (Result.isFailure(ir)) {
-            yield* ledger.release(input.key.accountId, holdId, "failed")
+            yield* hold.abandon("failed")
             return yield* new UpstreamFailed({
               reason: "unavailable",
               message: "the upstream sent a response the gateway cannot read"
@@ -210,7 +177,7 @@ export class ChatGateway extends Context.Service<
           }
           const usage = ir.success.usage
           // The upstream was paid and the answer is here: the client gets it even if the bill has to be retried.
-          yield* ledger.settleDelivered(input.key.accountId, holdId, plugin.pricing.price(usage, model), usage)
+          yield* hold.settleDelivered(plugin.pricing.price(usage, model), usage)
           const native = reply.dialect === input.dialect && isRecord(reply.body)
           const body: unknown = native
             ? client.present === undefined
@@ -225,6 +192,8 @@ export class ChatGateway extends Context.Service<
           return { _tag: "Json", body: presented === undefined ? body : presented.shown } satisfies ChatResult
         }
 
+        // Nothing of a stream reaches the client before its hold is committed.
+        yield* hold.committed.pipe(Effect.tapError(() => Effect.sync(() => abort.abort())))
         const includeUsage =
           input.dialect === "openai" &&
           isRecord(input.body.stream_options) &&

@@ -4,14 +4,15 @@
  * failure or interruption releases the whole hold, a plugin failure becomes `UpstreamFailed` — and leave settlement
  * to the caller, which knows the usage.
  */
-import { Effect, Exit } from "effect"
+import { Clock, Effect, Exit, Fiber } from "effect"
+import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import type { PluginFailure, PluginModel } from "../plugins/ModelPlugin.ts"
 import type { Deployments, RouteHint } from "./routing/Deployments.ts"
 import { type PluginRegistry, type ResolvedModel, wrongEndpointMessage } from "./PluginRegistry.ts"
 import type { UpstreamFailed } from "./ChatErrors.ts"
 import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, upstreamFailed } from "./ChatErrors.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
-import type { Ledger } from "./Ledger.ts"
+import type { Ledger, PlaceHoldInput } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
 import type { Micros } from "../domain/Money.ts"
@@ -61,57 +62,91 @@ export interface HeldCallInput {
 }
 
 /** The hold of `amount` for one call of `input` through `pluginId`. */
+export const holdInputFor = (input: HeldCallInput, pluginId: string, amount: Micros): PlaceHoldInput => ({
+  accountId: input.key.accountId,
+  amount,
+  keyId: input.key.keyId,
+  keySpendLimit: input.key.spendLimit,
+  model: input.model,
+  plugin: pluginId,
+  requestId: input.requestId
+})
+
+/** The hold of `amount` for one call of `input` through `pluginId`. */
 export const placeHoldFor = (ledger: Ledger["Service"], input: HeldCallInput, pluginId: string, amount: Micros) =>
-  ledger.placeHold({
-    accountId: input.key.accountId,
-    amount,
-    keyId: input.key.keyId,
-    keySpendLimit: input.key.spendLimit,
-    model: input.model,
-    plugin: pluginId,
-    requestId: input.requestId
-  })
+  ledger.placeHold(holdInputFor(input, pluginId, amount))
+
+/** The hold a call ran under, through which its reply is billed or the hold given back. */
+export interface CallHold {
+  readonly holdId: string
+  /** Awaited before a stream's first byte: fails when the hold was not committed (nothing may be delivered). */
+  readonly committed: Effect.Effect<void, LedgerRejected | StoreUnavailable | StoreRefused>
+  /** Bills a reply about to be delivered; fails only when its hold was not committed (then it must not be). */
+  readonly settleDelivered: (
+    cost: Micros,
+    usage: unknown
+  ) => Effect.Effect<void, LedgerRejected | StoreUnavailable | StoreRefused>
+  /** The reply will not be delivered: the whole hold goes back (a release that fails is left to the sweep). */
+  readonly abandon: (reason: RefundReason) => Effect.Effect<void>
+}
+
+const committedHold = (ledger: Ledger["Service"], accountId: string, holdId: string): CallHold => ({
+  holdId,
+  committed: Effect.void,
+  settleDelivered: (cost, usage) => ledger.settleDelivered(accountId, holdId, cost, usage),
+  abandon: (reason) => ledger.release(accountId, holdId, reason).pipe(Effect.ignore)
+})
 
 /**
- * Runs `call` under the hold `holdId`: its signal aborts the upstream request when the caller is interrupted, and any
- * failure or interruption releases the whole hold (a release that fails is left to the expiry sweep).
- */
-export const underHold = <A, R>(
-  ledger: Ledger["Service"],
-  accountId: string,
-  holdId: string,
-  call: (signal: AbortSignal) => Effect.Effect<A, PluginFailure, R>
-): Effect.Effect<A, PluginFailure, R> =>
-  Effect.suspend(() => {
-    const abort = new AbortController()
-    return call(abort.signal).pipe(
-      Effect.onInterrupt(() => Effect.sync(() => abort.abort())),
-      Effect.onExit((exit) =>
-        Exit.isSuccess(exit) ? Effect.void : ledger.release(accountId, holdId, releaseReason(exit)).pipe(Effect.ignore)
-      )
-    )
-  })
-
-/**
- * Places the hold of `amount` for `input` and runs `call` under it (see `underHold`), a plugin failure surfacing as
- * `UpstreamFailed`; the hold is left for the caller to settle from the reply. Uninterruptible from the hold's commit
- * until its release is attached, so a caller interrupted meanwhile (the client left) still releases a committed hold;
- * only the call itself can be interrupted.
+ * Runs `call` under a hold of `hold`: its signal (`abort`'s) aborts the upstream request when the caller is
+ * interrupted, any failure or interruption gives the whole hold back, a plugin failure becomes `UpstreamFailed`.
+ * Uninterruptible from the hold's placing until its release is attached, so a caller interrupted meanwhile (the
+ * client left) still gives back a committed hold; only the call itself can be interrupted.
+ *
+ * When this instance's last commit of the account shows room for twice the hold (`Ledger.likelyAccepted`), the call
+ * starts at once and the hold lingers (LingeringHold.ts), so that a short call's hold and settlement share a commit;
+ * a hold refused after all (another instance spent the balance meanwhile) is found before anything is delivered.
+ * Otherwise the hold commits first, so an account without funds never costs an upstream call.
  */
 export const callUnderHold = <A, R>(
   ledger: Ledger["Service"],
-  input: HeldCallInput,
-  pluginId: string,
-  amount: Micros,
-  call: (signal: AbortSignal) => Effect.Effect<A, PluginFailure, R>
-) =>
+  hold: PlaceHoldInput,
+  call: (signal: AbortSignal) => Effect.Effect<A, PluginFailure, R>,
+  abort: AbortController = new AbortController()
+): Effect.Effect<
+  { readonly hold: CallHold; readonly reply: A },
+  UpstreamFailed | LedgerRejected | StoreUnavailable | StoreRefused,
+  R
+> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function* () {
-      const { holdId } = yield* placeHoldFor(ledger, input, pluginId, amount)
-      const reply = yield* underHold(ledger, input.key.accountId, holdId, (signal) => restore(call(signal))).pipe(
-        Effect.mapError(upstreamFailed)
+      const calling = restore(call(abort.signal)).pipe(Effect.onInterrupt(() => Effect.sync(() => abort.abort())))
+      if (!ledger.likelyAccepted(hold, yield* Clock.currentTimeMillis)) {
+        const { holdId } = yield* ledger.placeHold(hold)
+        const held = committedHold(ledger, hold.accountId, holdId)
+        const reply = yield* calling.pipe(
+          Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : held.abandon(releaseReason(exit)))),
+          Effect.mapError(upstreamFailed)
+        )
+        return { hold: held, reply }
+      }
+      const fiber = yield* Effect.forkChild(calling, { startImmediately: true })
+      let refused = false
+      const pending = yield* ledger.placeHoldLingering(hold, () => {
+        refused = true
+        abort.abort()
+      })
+      const reply = yield* restore(Fiber.join(fiber)).pipe(
+        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+        Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : pending.abandon(releaseReason(exit)))),
+        Effect.mapError(upstreamFailed),
+        // A call stopped because its hold was refused fails with the refusal.
+        Effect.catchIf(
+          () => refused,
+          (error) => Effect.andThen(pending.committed, Effect.fail(error))
+        )
       )
-      return { holdId, reply }
+      return { hold: pending, reply }
     })
   )
 
@@ -149,13 +184,13 @@ export const runHeldCall = <K extends ResolvedModel["kind"], A, E, R>(
   Effect.gen(function* () {
     const entry = yield* resolveModel(services.registry, endpoint.kind, input.model, input.key, endpoint.called)
     const { amount, call, bill, hint } = yield* plan(entry)
-    const { holdId, reply } = yield* callUnderHold(services.ledger, input, entry.plugin.id, amount, (signal) =>
-      services.deployments.route(entry.model, hint ?? {}, (deployment) => call(signal, deployment))
+    const { hold, reply } = yield* callUnderHold(
+      services.ledger,
+      holdInputFor(input, entry.plugin.id, amount),
+      (signal) => services.deployments.route(entry.model, hint ?? {}, (deployment) => call(signal, deployment))
     )
-    const billed = yield* bill(reply).pipe(
-      Effect.tapError(() => services.ledger.release(input.key.accountId, holdId, "failed").pipe(Effect.ignore))
-    )
+    const billed = yield* bill(reply).pipe(Effect.tapError(() => hold.abandon("failed")))
     // The upstream was paid and the answer is here: the client gets it even if the bill has to be retried.
-    yield* services.ledger.settleDelivered(input.key.accountId, holdId, billed.cost, billed.usage)
+    yield* hold.settleDelivered(billed.cost, billed.usage)
     return reply
   })

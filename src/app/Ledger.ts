@@ -9,52 +9,42 @@
  * Around the writer: holds in use are live (LiveHolds) and leased with their progress, so the sweep resolves only
  * holds whose request is gone (HoldSweep); a delivered response's settlement commits or is journaled and retried.
  */
-import { Clock, Context, Effect, Exit, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Micros } from "../domain/Money.ts"
-import { decide } from "../domain/ledger/LedgerAccount.ts"
-import { available, type Decision, type LedgerCommand } from "../domain/ledger/LedgerState.ts"
+import type { Decision, LedgerCommand } from "../domain/ledger/LedgerState.ts"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
-import { usageMetrics } from "../domain/ledger/UsageMetrics.ts"
 import { describeRejection, type LedgerRejected, toLedgerError } from "./LedgerErrors.ts"
-import { StoreRefused, StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
+import { type StoreRefused, StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
 import { type HoldSweepOptions, makeHoldSweep } from "./HoldSweep.ts"
 import { LiveHolds, type Progress } from "./LiveHolds.ts"
 import { type BatchOutcome, type Companion, LedgerWriter, type WriterStatsSnapshot } from "./ports/LedgerWriter.ts"
-import { makeResolutionRetries, UNSTORABLE_USAGE } from "./ResolutionRetries.ts"
-import { noteBalance, noteCharge } from "./RequestTelemetry.ts"
+import { makeResolutionRetries } from "./ResolutionRetries.ts"
+import {
+  holdCommand as holdCommandFor,
+  likelyAccepted as likelyAcceptedBy,
+  type PlaceHoldInput
+} from "./HoldCommand.ts"
+import { afterDeliveredSettlement, makePendingHold, type PendingHold } from "./LingeringHold.ts"
 import { inMemoryJournal, SettlementJournal } from "./SettlementJournal.ts"
 import { traced } from "./Traced.ts"
-
-export interface PlaceHoldInput {
-  readonly accountId: string
-  readonly holdId?: string
-  readonly amount: Micros
-  readonly keyId: string | null
-  readonly keySpendLimit: Micros | null
-  readonly model: string | null
-  readonly plugin: string | null
-  readonly requestId: string | null
-  /** Overrides the default hold TTL; `null` = no expiry (a video task's deadline governs it). */
-  readonly ttlSeconds?: number | null
-}
 
 export interface LedgerOptions extends HoldSweepOptions {
   readonly shards: number
   readonly maxBatch: number
+  /** How long a hold placed with `placeHoldLingering` may wait for its settlement before it is written alone. */
+  readonly holdLingerMillis: number
 }
 
 export const defaultLedgerOptions: LedgerOptions = {
   holdTtlSeconds: 900,
   shards: 2,
   maxBatch: 256,
+  holdLingerMillis: 5,
   sweepIntervalMillis: 15_000
 }
 
-export type { Companion, WriterStatsSnapshot }
-
-/** The hold id of `likelyAccepted`'s probe (all zeros: `randomUUID` never makes it). */
-const PROBE_HOLD_ID = "00000000-0000-0000-0000-000000000000"
+export type { Companion, PendingHold, PlaceHoldInput, WriterStatsSnapshot }
 
 export class Ledger extends Context.Service<
   Ledger,
@@ -78,6 +68,12 @@ export class Ledger extends Context.Service<
       { readonly holdId: string; readonly expiresAt: string | null },
       LedgerRejected | StoreUnavailable | StoreRefused
     >
+    /**
+     * A hold for a call that has already started (see `likelyAccepted`), written as late as is safe: with its shard's
+     * next batch, with its own settlement, or after `holdLingerMillis` (see LingeringHold.ts). Never fails here;
+     * `onRefused` is called the moment the hold is refused, so that the call it was to pay for can stop.
+     */
+    readonly placeHoldLingering: (input: PlaceHoldInput, onRefused?: () => void) => Effect.Effect<PendingHold>
     readonly settle: (
       accountId: string,
       holdId: string,
@@ -195,29 +191,8 @@ export class Ledger extends Context.Service<
           return { duplicate: decision.duplicate }
         }, traced("Ledger.deposit"))
 
-        const holdCommand = (input: PlaceHoldInput, nowMs: number) => {
-          const ttl = input.ttlSeconds === undefined ? options.holdTtlSeconds : input.ttlSeconds
-          const expiresAt = ttl === null ? null : new Date(nowMs + ttl * 1000).toISOString()
-          const command: LedgerCommand = {
-            type: "PlaceHold",
-            accountId: input.accountId,
-            holdId: input.holdId ?? randomUUID(),
-            amount: input.amount,
-            keyId: input.keyId,
-            keySpendLimit: input.keySpendLimit,
-            model: input.model,
-            plugin: input.plugin,
-            requestId: input.requestId,
-            expiresAt,
-            at: new Date(nowMs).toISOString()
-          }
-          return {
-            command,
-            metadata: { requestId: input.requestId, keyId: input.keyId },
-            holdId: command.holdId,
-            expiresAt
-          }
-        }
+        const holdCommand = (input: PlaceHoldInput, nowMs: number) =>
+          holdCommandFor(input, nowMs, options.holdTtlSeconds)
 
         const placeHold = Effect.fnUntraced(function* (input: PlaceHoldInput) {
           const nowMs = yield* Clock.currentTimeMillis
@@ -279,33 +254,29 @@ export class Ledger extends Context.Service<
         const settleDelivered = Effect.fnUntraced(
           function* (accountId: string, holdId: string, cost: Micros, usage: unknown) {
             const decidedAt = yield* nowIso
-            const metrics = usageMetrics(usage)
-            yield* noteCharge(metrics.inputTokens, metrics.outputTokens, cost)
             const outcome = yield* Effect.exit(settleCommand(accountId, holdId, cost, usage))
-            if (Exit.isSuccess(outcome)) {
-              if (outcome.value._tag === "Rejected") {
-                yield* Effect.logError("a delivered response could not be billed: its hold was already resolved").pipe(
-                  Effect.annotateLogs({ holdId, reason: describeRejection(outcome.value.rejection) })
-                )
-              } else {
-                const state = writer.knownState(accountId)
-                if (state !== undefined) yield* noteBalance(available(state), state.deposited)
-              }
-              return yield* ended(holdId)
+            const settlement = { accountId, holdId, cost, usage }
+            if (yield* afterDeliveredSettlement({ writer, retries }, settlement, decidedAt, outcome)) {
+              yield* ended(holdId)
             }
-            const error = Exit.findErrorOption(outcome)
-            const refused = error._tag === "Some" && error.value instanceof StoreRefused
-            yield* defer({
-              holdId,
-              accountId,
-              resolution: { kind: "settle", cost, usage: refused ? UNSTORABLE_USAGE : usage },
-              decidedAt
-            })
-            // Once the response is delivered the bill must go through even if the client or the server goes away now.
           },
           Effect.uninterruptible,
           traced("Ledger.settleDelivered")
         )
+
+        const placeHoldLingering = Effect.fnUntraced(function* (input: PlaceHoldInput, onRefused?: () => void) {
+          const nowMs = yield* Clock.currentTimeMillis
+          const hold = holdCommand(input, nowMs)
+          const lingering = yield* writer.submitLingering(hold.command, hold.metadata, (outcome) => {
+            if (outcome._tag === "Rejected") onRefused?.()
+          })
+          return makePendingHold(
+            { writer, retries, live, release, settleDelivered, nowIso },
+            hold.command,
+            nowMs,
+            lingering
+          )
+        })
 
         const releaseWith = Effect.fnUntraced(function* (
           accountId: string,
@@ -317,14 +288,8 @@ export class Ledger extends Context.Service<
           yield* acceptedWith(yield* enqueue({ type: "ReleaseHold", accountId, holdId, reason, at }, {}, companion))
         }, traced("Ledger.releaseWith"))
 
-        const likelyAccepted = (input: PlaceHoldInput, nowMs: number): boolean => {
-          const state = writer.knownState(input.accountId)
-          if (state === undefined) return false
-          if (input.keyId !== null && !state.keys.has(input.keyId)) return false
-          // A fixed id that no real hold has: the probe is decided, never written, and needs no fresh uuid.
-          const probe = holdCommand({ ...input, amount: input.amount * 2n, holdId: PROBE_HOLD_ID }, nowMs).command
-          return decide(state, probe)._tag === "Accepted"
-        }
+        const likelyAccepted = (input: PlaceHoldInput, nowMs: number) =>
+          likelyAcceptedBy(writer.knownState(input.accountId), input, nowMs, options.holdTtlSeconds)
 
         // Leases renewed for live holds, and the sweep of holds whose request is gone.
         const { sweepExpiredHolds } = yield* makeHoldSweep({ leases: writer.leases, live, submit, health, options })
@@ -333,6 +298,7 @@ export class Ledger extends Context.Service<
           openAccount,
           deposit,
           placeHold,
+          placeHoldLingering,
           settle,
           release,
           placeHoldWith,

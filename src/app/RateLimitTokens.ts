@@ -34,6 +34,17 @@ export const layer = Layer.effect(
             keyOfHold.set(holdId, input.keyId)
           })
         ),
+      // A lingering hold's settlement knows its key already.
+      placeHoldLingering: (input, onRefused) =>
+        Effect.map(ledger.placeHoldLingering(input, onRefused), (pending) => ({
+          ...pending,
+          settleDelivered: (cost, usage) =>
+            Effect.tap(pending.settleDelivered(cost, usage), () => {
+              if (input.keyId === null) return Effect.void
+              const metrics = usageMetrics(usage)
+              return limiter.recordTokens(input.keyId, metrics.inputTokens + metrics.outputTokens)
+            })
+        })),
       settle: (accountId, holdId, cost, usage) =>
         Effect.tap(ledger.settle(accountId, holdId, cost, usage), () => countTokens(holdId, usage)),
       // A delivered response used its tokens whether its settlement committed now or is still being retried.

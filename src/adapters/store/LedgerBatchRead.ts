@@ -33,6 +33,27 @@ export const knownEnough = (item: BatchItem, known: KnownAccount | undefined): b
   }
 }
 
+/**
+ * Whether every command of `items` finds what it needs in `known`, in batch order: a settlement or release of a hold
+ * placed earlier in the same batch needs only what that hold needed (the decider sees the hold it just placed).
+ */
+export const batchKnown = (items: ReadonlyArray<BatchItem>, known: KnownAccounts): boolean => {
+  const placed = new Set<string>()
+  for (const item of items) {
+    const command = item.command
+    if (
+      (command.type === "SettleHold" || command.type === "ReleaseHold") &&
+      item.companion === undefined &&
+      placed.has(command.holdId)
+    ) {
+      continue
+    }
+    if (!knownEnough(item, known.get(command.accountId))) return false
+    if (command.type === "PlaceHold") placed.add(command.holdId)
+  }
+  return true
+}
+
 /** Remembers each account of a committed batch at its new head; resolved holds are not kept. */
 export const rememberCommitted = (
   known: KnownAccounts,

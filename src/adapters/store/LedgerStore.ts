@@ -27,7 +27,7 @@ import { storeUnavailable } from "./PgEventStore.ts"
 import { sqlState } from "./EventAppends.ts"
 import { conflictOnUniqueViolation, type Heads, lockHeads } from "./EventAppends.ts"
 import type { BatchOutcome, Companion, CompanionConflict } from "../../app/ports/LedgerWriter.ts"
-import { headsOf, knownEnough, loadRows, rememberCommitted, statesOf, streamsOf } from "./LedgerBatchRead.ts"
+import { batchKnown, headsOf, loadRows, rememberCommitted, statesOf, streamsOf } from "./LedgerBatchRead.ts"
 import { decideBatch } from "./LedgerBatchDecision.ts"
 
 export interface BatchItem {
@@ -108,7 +108,7 @@ const commitOptimistic = (
     const { accountIds, names } = streamsOf(items)
     let heads: Heads
     let states: Map<string, AccountState>
-    if (known !== undefined && items.every((item) => knownEnough(item, known.get(item.command.accountId)))) {
+    if (known !== undefined && batchKnown(items, known)) {
       const versions = new Map<string, bigint | undefined>()
       const hashes = new Map<string, string>()
       states = new Map()

@@ -10,10 +10,10 @@ import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import type { StoreHealth } from "../../app/LiveHolds.ts"
 import { Ledger, type LedgerOptions } from "../../app/Ledger.ts"
-import { type BatchOutcome, type Companion, LedgerWriter } from "../../app/ports/LedgerWriter.ts"
+import { type BatchOutcome, type Companion, LedgerWriter, type LingeringCommand } from "../../app/ports/LedgerWriter.ts"
 import { StoreRefused, StoreUnavailable } from "../../app/StoreErrors.ts"
 import type { LedgerCommand } from "../../domain/ledger/LedgerState.ts"
-import { commitIsolated, KnownAccounts, WriterStats } from "./LedgerStore.ts"
+import { commitIsolated, type ItemResult, KnownAccounts, WriterStats } from "./LedgerStore.ts"
 import { makePgHoldLeases } from "./PgHoldLeases.ts"
 
 interface Pending {
@@ -21,6 +21,7 @@ interface Pending {
   readonly metadata: Record<string, unknown>
   readonly companion: Companion | undefined
   readonly done: Deferred.Deferred<BatchOutcome, StoreUnavailable | StoreRefused>
+  readonly onDecided?: ((outcome: BatchOutcome | StoreUnavailable | StoreRefused) => void) | undefined
 }
 
 const shardOf = (accountId: string, shards: number): number => {
@@ -30,7 +31,7 @@ const shardOf = (accountId: string, shards: number): number => {
 }
 
 export const layer = (
-  options: Pick<LedgerOptions, "shards" | "maxBatch">
+  options: Pick<LedgerOptions, "shards" | "maxBatch" | "holdLingerMillis">
 ): Layer.Layer<LedgerWriter, never, SqlClient.SqlClient> =>
   Layer.effect(
     LedgerWriter,
@@ -55,7 +56,11 @@ export const layer = (
           yield* Effect.forEach(
             batch,
             (p, i) => {
-              const result = results[i]
+              const result = results[i] as ItemResult
+              // A caller's observer cannot stop the writer: whatever it throws is its own.
+              try {
+                p.onDecided?.(result)
+              } catch {}
               return result instanceof StoreUnavailable || result instanceof StoreRefused
                 ? Deferred.fail(p.done, result)
                 : Deferred.succeed(p.done, result)
@@ -67,28 +72,99 @@ export const layer = (
           Effect.uninterruptible
         )
 
-      for (const queue of queues) {
-        yield* Queue.takeBetween(queue, 1, options.maxBatch).pipe(
-          Effect.flatMap(runBatch),
+      // Lingering commands wait in their shard's `lingering` list. Every command is newer than all those queued
+      // before it, and a submit moves its shard's lingering commands into the queue ahead of itself, so the queue
+      // stays in submission order; a batch that took everything queued takes the lingering ones too (after it).
+      const shards = queues.map((queue) => ({
+        queue,
+        lingering: [] as Array<Pending>,
+        timer: undefined as ReturnType<typeof setTimeout> | undefined
+      }))
+      type Shard = (typeof shards)[number]
+      const release = (shard: Shard, behind?: Pending) => {
+        if (shard.lingering.length === 0) {
+          if (behind !== undefined) Queue.offerUnsafe(shard.queue, behind)
+          return
+        }
+        const moved = shard.lingering.splice(0)
+        if (behind !== undefined) moved.push(behind)
+        Queue.offerAllUnsafe(shard.queue, moved)
+      }
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          for (const shard of shards) clearTimeout(shard.timer)
+        })
+      )
+
+      for (const shard of shards) {
+        yield* Queue.takeBetween(shard.queue, 1, options.maxBatch).pipe(
+          Effect.flatMap((taken) =>
+            runBatch(
+              taken.length < options.maxBatch && shard.lingering.length > 0
+                ? [...taken, ...shard.lingering.splice(0)]
+                : taken
+            )
+          ),
           Effect.forever,
           Effect.forkScoped
         )
       }
 
+      const pendingOf = (
+        command: LedgerCommand,
+        metadata: Record<string, unknown>,
+        companion?: Companion,
+        onDecided?: Pending["onDecided"]
+      ): Pending => ({
+        command,
+        metadata,
+        companion,
+        done: Deferred.makeUnsafe<BatchOutcome, StoreUnavailable | StoreRefused>(),
+        onDecided
+      })
+      const shardFor = (command: LedgerCommand) => shards[shardOf(command.accountId, options.shards)] as Shard
+
       const submit = (command: LedgerCommand, metadata: Record<string, unknown>, companion: Companion | undefined) =>
-        Effect.gen(function* () {
-          const done = yield* Deferred.make<BatchOutcome, StoreUnavailable | StoreRefused>()
-          yield* Queue.offer(queues[shardOf(command.accountId, options.shards)], {
-            command,
-            metadata,
-            companion,
-            done
-          })
-          return yield* Deferred.await(done)
+        Effect.suspend(() => {
+          const pending = pendingOf(command, metadata, companion)
+          release(shardFor(command), pending)
+          return Deferred.await(pending.done)
+        })
+
+      const submitLingering = (
+        command: LedgerCommand,
+        metadata: Record<string, unknown>,
+        onDecided?: Pending["onDecided"]
+      ) =>
+        Effect.sync((): LingeringCommand => {
+          const pending = pendingOf(command, metadata, undefined, onDecided)
+          const shard = shardFor(command)
+          shard.lingering.push(pending)
+          if (shard.timer === undefined) {
+            shard.timer = setTimeout(() => {
+              shard.timer = undefined
+              release(shard)
+            }, options.holdLingerMillis)
+          }
+          const waiting = () => shard.lingering.indexOf(pending)
+          return {
+            outcome: Deferred.await(pending.done),
+            flush: Effect.sync(() => {
+              if (waiting() >= 0) release(shard)
+            }),
+            followWith: (next, nextMetadata) =>
+              Effect.sync(() => {
+                if (waiting() < 0) return undefined
+                const follower = pendingOf(next, nextMetadata)
+                release(shard, follower)
+                return Deferred.await(follower.done)
+              })
+          }
         })
 
       return LedgerWriter.of({
         submit,
+        submitLingering,
         knownState: (accountId) => known.get(accountId)?.state,
         stats: () => ({
           batches: stats.batches,

@@ -6,7 +6,9 @@
  */
 import { Effect, Layer } from "effect"
 import { formatMicros } from "../../domain/Money.ts"
-import { Ledger } from "../Ledger.ts"
+import { Ledger, type PlaceHoldInput } from "../Ledger.ts"
+import type { LedgerRejected } from "../LedgerErrors.ts"
+import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { CurrentTelemetry } from "../RequestTelemetry.ts"
 import { Alerts } from "./Alerts.ts"
 
@@ -21,22 +23,31 @@ export const layer = Layer.effect(
           ? Effect.void
           : alerts.balanceSeen(accountId, telemetry.balance, telemetry.deposited)
       )
+    const spendLimitReached = (input: PlaceHoldInput) => (error: LedgerRejected | StoreUnavailable | StoreRefused) =>
+      error._tag === "LedgerRejected" &&
+      error.reason === "SpendLimitExceeded" &&
+      input.keyId !== null &&
+      input.keySpendLimit !== null
+        ? alerts.raise({
+            key: `key.spend_limit_reached:${input.keyId}:${input.keySpendLimit}`,
+            type: "key.spend_limit_reached",
+            accountId: input.accountId,
+            data: { accountId: input.accountId, keyId: input.keyId, spendLimit: formatMicros(input.keySpendLimit) }
+          })
+        : Effect.void
     return Ledger.of({
       ...ledger,
-      placeHold: (input) =>
-        Effect.tapError(ledger.placeHold(input), (error) =>
-          error._tag === "LedgerRejected" &&
-          error.reason === "SpendLimitExceeded" &&
-          input.keyId !== null &&
-          input.keySpendLimit !== null
-            ? alerts.raise({
-                key: `key.spend_limit_reached:${input.keyId}:${input.keySpendLimit}`,
-                type: "key.spend_limit_reached",
-                accountId: input.accountId,
-                data: { accountId: input.accountId, keyId: input.keyId, spendLimit: formatMicros(input.keySpendLimit) }
-              })
-            : Effect.void
-        ),
+      placeHold: (input) => Effect.tapError(ledger.placeHold(input), spendLimitReached(input)),
+      placeHoldLingering: (input, onRefused) =>
+        Effect.map(ledger.placeHoldLingering(input, onRefused), (pending) => ({
+          ...pending,
+          committed: Effect.tapError(pending.committed, spendLimitReached(input)),
+          settleDelivered: (cost, usage) =>
+            pending.settleDelivered(cost, usage).pipe(
+              Effect.tapError(spendLimitReached(input)),
+              Effect.tap(() => balanceAfter(input.accountId))
+            )
+        })),
       settleDelivered: (accountId, holdId, cost, usage) =>
         Effect.tap(ledger.settleDelivered(accountId, holdId, cost, usage), () => balanceAfter(accountId))
     })

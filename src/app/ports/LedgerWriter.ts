@@ -41,6 +41,26 @@ export interface WriterStatsSnapshot {
   readonly isolations: number
 }
 
+/**
+ * A hold submitted to wait briefly before it is written (`submitLingering`), so that a short call's settlement can
+ * share its transaction. It is written with the next batch its shard commits anyway, right before the next command
+ * submitted to its shard, or alone once the linger time is up — whichever comes first.
+ */
+export interface LingeringCommand {
+  /** The command's outcome once it is decided and committed. */
+  readonly outcome: Effect.Effect<BatchOutcome, StoreUnavailable | StoreRefused>
+  /** Sends the command to be written now, if it still waits. */
+  readonly flush: Effect.Effect<void>
+  /**
+   * If the command still waits: queues it with `next` right behind it, to be decided in that order in one batch, and
+   * returns `next`'s outcome. Undefined when the command is already on its way (then nothing was queued).
+   */
+  readonly followWith: (
+    next: LedgerCommand,
+    metadata: Record<string, unknown>
+  ) => Effect.Effect<Effect.Effect<BatchOutcome, StoreUnavailable | StoreRefused> | undefined>
+}
+
 /** A pending hold whose request is gone, with the progress its last lease recorded (cost 0 and no usage if none). */
 export interface OrphanHold {
   readonly hold_id: string
@@ -74,6 +94,15 @@ export class LedgerWriter extends Context.Service<
       metadata: Record<string, unknown>,
       companion: Companion | undefined
     ) => Effect.Effect<BatchOutcome, StoreUnavailable | StoreRefused>
+    /**
+     * Like `submit`, but the command may wait a little to share a batch with what follows it (see LingeringCommand).
+     * `onDecided` is called as soon as its batch has committed (or failed), before any awaiting fiber resumes.
+     */
+    readonly submitLingering: (
+      command: LedgerCommand,
+      metadata: Record<string, unknown>,
+      onDecided?: (outcome: BatchOutcome | StoreUnavailable | StoreRefused) => void
+    ) => Effect.Effect<LingeringCommand>
     /** The account as this instance last committed it; undefined when it has not. */
     readonly knownState: (accountId: string) => AccountState | undefined
     readonly stats: () => WriterStatsSnapshot

@@ -1,0 +1,146 @@
+import { assert, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import * as PgAccounts from "../../src/adapters/store/PgAccounts.ts"
+import * as PgLedgerWriter from "../../src/adapters/store/PgLedgerWriter.ts"
+import * as PgReplay from "../../src/adapters/store/PgReplay.ts"
+import { Accounts } from "../../src/app/Accounts.ts"
+import { defaultLedgerOptions, Ledger } from "../../src/app/Ledger.ts"
+import { Replay } from "../../src/app/Replay.ts"
+import { parseDecimal } from "../../src/domain/Money.ts"
+import { availableStores } from "../support/TestDatabase.ts"
+
+const usd = (text: string) => parseDecimal(text) as bigint
+
+const holdInput = (accountId: string, amount: string, requestId: string) => ({
+  accountId,
+  amount: usd(amount),
+  keyId: null,
+  keySpendLimit: null,
+  model: "m",
+  plugin: "text",
+  requestId
+})
+
+/** The event types of one account's stream, in order, after its opening and deposit. */
+const eventsOf = (accountId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ type: string }>`
+      SELECT event_type AS type FROM events WHERE stream_name = ${`account-${accountId}`} ORDER BY stream_position`
+    return rows.map((r) => r.type).slice(2)
+  })
+
+const funded = (name: string, amount: string) =>
+  Effect.gen(function* () {
+    const ledger = yield* Ledger
+    const account = yield* ledger.openAccount(name)
+    yield* ledger.deposit(account.id, usd(amount), `${name}-funds`)
+    return account.id
+  })
+
+const verified = Effect.gen(function* () {
+  const report = yield* (yield* Replay).verify
+  assert.deepStrictEqual(report.mismatches, [])
+})
+
+for (const { target, storeLayer } of availableStores("LingeringHold")) {
+  // One shard, so that "the shard's next batch" is any other command; a linger long enough never to run out here
+  // unless a test waits for it.
+  const ledgerLayer = PgLedgerWriter.layerWith({
+    ...defaultLedgerOptions,
+    shards: 1,
+    holdLingerMillis: 300,
+    sweepIntervalMillis: 3_600_000
+  })
+  const services = Layer.mergeAll(ledgerLayer, PgAccounts.layer, PgReplay.layer).pipe(Layer.provideMerge(storeLayer))
+
+  layer(services, { timeout: "60 seconds", excludeTestServices: true })(`lingering holds on ${target.name}`, (it) => {
+    it.effect("a short call's hold and settlement commit in one batch, the hold decided first", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const accountId = yield* funded("short-call", "10")
+        const before = ledger.writerStats()
+        const pending = yield* ledger.placeHoldLingering(holdInput(accountId, "2", "req-short"))
+        yield* pending.settleDelivered(usd("0.5"), { inputTokens: 10, outputTokens: 5 })
+        const after = ledger.writerStats()
+        assert.strictEqual(after.batches - before.batches, 1)
+        assert.strictEqual(after.commands - before.commands, 2)
+        assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced", "UsageRecalculated", "RefundIssued"])
+        const view = yield* (yield* Accounts).get(accountId)
+        assert.strictEqual(view.captured, usd("0.5"))
+        assert.strictEqual(view.held, 0n)
+        yield* verified
+      })
+    )
+
+    it.effect("a call that fails leaves its hold and refund, written together", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const accountId = yield* funded("failed-call", "10")
+        const before = ledger.writerStats()
+        const pending = yield* ledger.placeHoldLingering(holdInput(accountId, "2", "req-failed"))
+        yield* pending.abandon("failed")
+        assert.strictEqual(ledger.writerStats().batches - before.batches, 1)
+        assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced", "RefundIssued"])
+        const view = yield* (yield* Accounts).get(accountId)
+        assert.strictEqual(view.held, 0n)
+        assert.strictEqual(view.captured, 0n)
+        yield* verified
+      })
+    )
+
+    it.effect("left alone, the hold is written once the linger time is up, then settled after it", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const accountId = yield* funded("slow-call", "10")
+        const pending = yield* ledger.placeHoldLingering(holdInput(accountId, "2", "req-slow"))
+        assert.deepStrictEqual(yield* eventsOf(accountId), [], "not written before the linger time")
+        yield* Effect.sleep("600 millis")
+        assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced"])
+        assert.strictEqual((yield* (yield* Accounts).get(accountId)).held, usd("2"))
+        yield* pending.committed
+        yield* pending.settleDelivered(usd("1"), { inputTokens: 1, outputTokens: 1 })
+        assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced", "UsageRecalculated", "RefundIssued"])
+        yield* verified
+      })
+    )
+
+    it.effect("the hold goes with the next command of its shard, ahead of it", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const accountId = yield* funded("busy-shard", "3")
+        const pending = yield* ledger.placeHoldLingering(holdInput(accountId, "2", "req-busy"))
+        // The same account's next hold is decided after the lingering one: 1.00 is left, so 2.00 more is refused.
+        const second = yield* Effect.flip(ledger.placeHold(holdInput(accountId, "2", "req-next")))
+        assert.strictEqual(second._tag === "LedgerRejected" && second.reason, "InsufficientBalance")
+        yield* pending.committed
+        assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced"])
+        yield* pending.settleDelivered(usd("2"), { inputTokens: 1, outputTokens: 1 })
+        yield* verified
+      })
+    )
+
+    it.effect("a hold refused when decided: its observer hears it, nothing is delivered or charged", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const accountId = yield* funded("poor", "1")
+        let refused = 0
+        const pending = yield* ledger.placeHoldLingering(holdInput(accountId, "5", "req-poor"), () => {
+          refused += 1
+        })
+        const error = yield* Effect.flip(pending.settleDelivered(usd("0.1"), { inputTokens: 1, outputTokens: 1 }))
+        assert.strictEqual(error._tag === "LedgerRejected" && error.reason, "InsufficientBalance")
+        assert.strictEqual(refused, 1)
+        assert.deepStrictEqual(yield* eventsOf(accountId), [])
+        const view = yield* (yield* Accounts).get(accountId)
+        assert.strictEqual(view.captured, 0n)
+        assert.strictEqual(view.held, 0n)
+        // Abandoning a refused hold writes nothing either.
+        yield* pending.abandon("failed")
+        assert.deepStrictEqual(yield* eventsOf(accountId), [])
+        yield* verified
+      })
+    )
+  })
+}
