@@ -2,6 +2,7 @@
 const suites: Record<string, string> = { ledger: "./ledger.ts", latency: "./latency.ts", replay: "./replay.ts" }
 suites.faults = "./faults.ts" // issue 15: poisoned batches and kill -9 (money under faults)
 suites.suite = "./suite/main.ts" // issue 10: floor vs gateway on Postgres and embedded (bench/README.md)
+suites.memory = "./memory.ts" // issue 20: RSS at rest, part by part, on both stores
 const suite = process.argv[2] ?? "ledger"
 const module = suites[suite]
 if (module === undefined) {

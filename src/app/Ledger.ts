@@ -40,7 +40,7 @@ export const defaultLedgerOptions: LedgerOptions = {
   holdTtlSeconds: 900,
   shards: 2,
   maxBatch: 256,
-  holdLingerMillis: 5,
+  holdLingerMillis: 25,
   sweepIntervalMillis: 15_000
 }
 

@@ -1,0 +1,125 @@
+/**
+ * `npm run bench -- memory`: what the gateway holds at rest, and what each part of the stack costs.
+ *
+ * Parts are measured cumulatively, each step in a fresh node process that loads everything before it plus one more
+ * part, collects garbage twice and reports its RSS; the difference between two steps is that part's cost. Then the
+ * gateway itself (`node --import tsx src/main.ts`, as `npm start` runs it) is started idle on a fresh Postgres
+ * database and on the embedded store, and its RSS read from /proc once it has answered `/healthz` and settled.
+ * Postgres comes from `BENCH_DATABASE_URL` or `TEST_DATABASE_URL` (default the local server); needs `psql`.
+ */
+import { execFileSync, spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The stack's parts, in the order the gateway loads them; each line is appended to the ones before it. */
+const parts: ReadonlyArray<{ readonly name: string; readonly code: string }> = [
+  { name: "effect + @effect/platform-node", code: `await import("effect"); await import("@effect/platform-node")` },
+  { name: "@effect/sql-pg", code: `await import("@effect/sql-pg")` },
+  { name: "undici", code: `await import("undici")` },
+  { name: "o200k tokenizer", code: `await import("gpt-tokenizer/encoding/o200k_base")` },
+  { name: "prom-client", code: `await import("prom-client")` },
+  {
+    name: "PGlite, started (empty database)",
+    code: `const { PGlite } = await import("@electric-sql/pglite"); const db = new PGlite(); await db.waitReady`
+  }
+]
+
+const rssOf = (code: string, loader: boolean): number => {
+  const script = `${code}\nglobalThis.gc(); await new Promise((r) => setTimeout(r, 300)); globalThis.gc();\nconsole.log(process.memoryUsage().rss)`
+  const out = execFileSync(
+    process.execPath,
+    ["--expose-gc", ...(loader ? ["--import", "tsx"] : []), "--input-type=module", "-e", script],
+    { cwd: root, encoding: "utf8" }
+  )
+  return Number(out.trim().split("\n").at(-1))
+}
+
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1)
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+
+const rssOfPid = (pid: number): number => {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmRSS:"))
+  return Number(line?.split(/\s+/)[1] ?? 0) * 1024
+}
+
+/** The gateway started idle with `env`; its RSS once it answers and has been quiet for `settleMs`. */
+const gatewayIdle = async (env: Record<string, string>, settleMs = 5_000) => {
+  const port = await freePort()
+  const child = spawn(process.execPath, ["--import", "tsx", join(root, "src/main.ts")], {
+    cwd: root,
+    env: { ...process.env, ...env, PORT: String(port), TOLLGATE_ADMIN_TOKEN: "bench-memory-admin-token-0123456789" },
+    stdio: "ignore"
+  })
+  try {
+    const started = Date.now()
+    for (;;) {
+      if (Date.now() - started > 120_000) throw new Error("the gateway did not answer /healthz within 2 minutes")
+      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.ok,
+        () => false
+      )
+      if (ok) break
+      await sleep(200)
+    }
+    const ready = Date.now() - started
+    await sleep(settleMs)
+    return { rss: rssOfPid(child.pid ?? 0), readyMs: ready }
+  } finally {
+    child.kill("SIGTERM")
+    await new Promise((resolve) => child.once("exit", resolve))
+  }
+}
+
+const baseUrl =
+  process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
+
+console.log(`memory: node ${process.version}, ${new Date().toISOString()}`)
+const rows: Array<[string, number, number | undefined]> = []
+const bare = rssOf("", false)
+rows.push(["node alone", bare, undefined])
+const withLoader = rssOf("", true)
+rows.push(["+ tsx loader (--import tsx)", withLoader, withLoader - bare])
+let code = ""
+let previous = withLoader
+for (const part of parts) {
+  code += `${part.code}\n`
+  const rss = rssOf(code, true)
+  rows.push([`+ ${part.name}`, rss, rss - previous])
+  previous = rss
+}
+console.log("\n| step (cumulative) | RSS MB | this part MB |\n| --- | --- | --- |")
+for (const [name, rss, delta] of rows)
+  console.log(`| ${name} | ${mb(rss)} | ${delta === undefined ? "—" : mb(delta)} |`)
+
+const database = `tollgate_memory_${Date.now()}`
+const psql = (sql: string) => execFileSync("psql", [baseUrl, "-qAtc", sql], { stdio: "pipe" })
+psql(`CREATE DATABASE ${database}`)
+const dataDir = mkdtempSync(join(tmpdir(), "tollgate-memory-"))
+try {
+  const url = new URL(baseUrl)
+  url.pathname = `/${database}`
+  const pg = await gatewayIdle({ DATABASE_URL: url.toString() })
+  const embedded = await gatewayIdle({ TOLLGATE_DATA_DIR: join(dataDir, "data") })
+  console.log("\n| gateway idle (`node --import tsx src/main.ts`) | RSS MB | ready in ms |\n| --- | --- | --- |")
+  console.log(`| Postgres (DATABASE_URL) | ${mb(pg.rss)} | ${pg.readyMs} |`)
+  console.log(`| embedded (PGlite in TOLLGATE_DATA_DIR) | ${mb(embedded.rss)} | ${embedded.readyMs} |`)
+} finally {
+  psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+  rmSync(dataDir, { recursive: true, force: true })
+}
