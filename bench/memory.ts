@@ -8,18 +8,23 @@
  * Postgres comes from `BENCH_DATABASE_URL` or `TEST_DATABASE_URL` (default the local server); needs `psql`.
  */
 import { execFileSync, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { waitFor } from "./suite/Processes.ts"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** The stack's parts, in the order the gateway loads them; each line is appended to the ones before it. */
-const parts: ReadonlyArray<{ readonly name: string; readonly code: string }> = [
-  { name: "effect + @effect/platform-node", code: `await import("effect"); await import("@effect/platform-node")` },
+const allParts: ReadonlyArray<{ readonly name: string; readonly code: string }> = [
+  {
+    name: "effect (core, http, sql, cli)",
+    code: `await import("effect"); await import("effect/http"); await import("effect/sql"); await import("effect/cli")`
+  },
+  { name: "@effect/platform-node", code: `await import("@effect/platform-node")` },
   { name: "@effect/sql-pg", code: `await import("@effect/sql-pg")` },
   { name: "undici", code: `await import("undici")` },
   { name: "o200k tokenizer", code: `await import("gpt-tokenizer/encoding/o200k_base")` },
@@ -59,24 +64,21 @@ const rssOfPid = (pid: number): number => {
 }
 
 /** The gateway started idle with `env`; its RSS once it answers and has been quiet for `settleMs`. */
-const gatewayIdle = async (env: Record<string, string>, settleMs = 5_000) => {
+const gatewayIdle = async (env: Record<string, string>, logFile: string, settleMs = 5_000) => {
   const port = await freePort()
+  const log = openSync(logFile, "a")
   const child = spawn(process.execPath, ["--import", "tsx", join(root, "src/main.ts")], {
     cwd: root,
     env: { ...process.env, ...env, PORT: String(port), TOLLGATE_ADMIN_TOKEN: "bench-memory-admin-token-0123456789" },
-    stdio: "ignore"
+    stdio: ["ignore", log, log]
   })
   try {
     const started = Date.now()
-    for (;;) {
-      if (Date.now() - started > 120_000) throw new Error("the gateway did not answer /healthz within 2 minutes")
-      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then(
-        (r) => r.ok,
-        () => false
-      )
-      if (ok) break
-      await sleep(200)
-    }
+    await waitFor(
+      (signal) => fetch(`http://127.0.0.1:${port}/readyz`, { signal }).then((r) => r.status === 200),
+      120,
+      `the gateway; its log: ${logFile}`
+    )
     const ready = Date.now() - started
     await sleep(settleMs)
     return { rss: rssOfPid(child.pid ?? 0), readyMs: ready }
@@ -97,6 +99,7 @@ const withLoader = rssOf("", true)
 rows.push(["+ tsx loader (--import tsx)", withLoader, withLoader - bare])
 let code = ""
 let previous = withLoader
+const parts = process.argv.includes("--gateway-only") ? [] : allParts
 for (const part of parts) {
   code += `${part.code}\n`
   const rss = rssOf(code, true)
@@ -111,15 +114,17 @@ const database = `tollgate_memory_${Date.now()}`
 const psql = (sql: string) => execFileSync("psql", [baseUrl, "-qAtc", sql], { stdio: "pipe" })
 psql(`CREATE DATABASE ${database}`)
 const dataDir = mkdtempSync(join(tmpdir(), "tollgate-memory-"))
+let measured = false
 try {
   const url = new URL(baseUrl)
   url.pathname = `/${database}`
-  const pg = await gatewayIdle({ DATABASE_URL: url.toString() })
-  const embedded = await gatewayIdle({ TOLLGATE_DATA_DIR: join(dataDir, "data") })
+  const pg = await gatewayIdle({ DATABASE_URL: url.toString() }, join(dataDir, "postgres.log"))
+  const embedded = await gatewayIdle({ TOLLGATE_DATA_DIR: join(dataDir, "data") }, join(dataDir, "embedded.log"))
   console.log("\n| gateway idle (`node --import tsx src/main.ts`) | RSS MB | ready in ms |\n| --- | --- | --- |")
   console.log(`| Postgres (DATABASE_URL) | ${mb(pg.rss)} | ${pg.readyMs} |`)
   console.log(`| embedded (PGlite in TOLLGATE_DATA_DIR) | ${mb(embedded.rss)} | ${embedded.readyMs} |`)
+  measured = true
 } finally {
   psql(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-  rmSync(dataDir, { recursive: true, force: true })
+  if (measured) rmSync(dataDir, { recursive: true, force: true }) // else kept, with the gateways' logs
 }
