@@ -269,13 +269,11 @@ export class Ledger extends Context.Service<
           const hold = holdCommand(input, nowMs)
           const lingering = yield* writer.submitLingering(hold.command, hold.metadata, (outcome) => {
             if (outcome._tag === "Rejected") onRefused?.()
+            // In use by its request from the moment it commits, whenever that is (renewed, never swept, until
+            // resolved), as a hold placed with `placeHold`.
+            if (outcome._tag === "Accepted" && hold.expiresAt !== null) live.add(hold.holdId, input.accountId, nowMs)
           })
-          return makePendingHold(
-            { writer, retries, live, release, settleDelivered, nowIso },
-            hold.command,
-            nowMs,
-            lingering
-          )
+          return makePendingHold({ writer, retries, ended, release, settleDelivered, nowIso }, hold.command, lingering)
         })
 
         const releaseWith = Effect.fnUntraced(function* (

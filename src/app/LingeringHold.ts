@@ -17,7 +17,6 @@ import { available } from "../domain/ledger/LedgerState.ts"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import { usageMetrics } from "../domain/ledger/UsageMetrics.ts"
 import { describeRejection, type LedgerRejected, toLedgerError } from "./LedgerErrors.ts"
-import type { LiveHolds } from "./LiveHolds.ts"
 import type { BatchOutcome, LedgerWriter, LingeringCommand } from "./ports/LedgerWriter.ts"
 import { UNSTORABLE_USAGE, type ResolutionRetries } from "./ResolutionRetries.ts"
 import { noteBalance, noteCharge } from "./RequestTelemetry.ts"
@@ -89,22 +88,18 @@ export const makePendingHold = (
   deps: {
     readonly writer: LedgerWriter["Service"]
     readonly retries: ResolutionRetries
-    readonly live: LiveHolds
+    /** The hold is resolved: it leaves the live set (unless its resolution waits for the database). */
+    readonly ended: (holdId: string) => Effect.Effect<void>
     readonly release: (accountId: string, holdId: string, reason: RefundReason) => Effect.Effect<void, unknown>
     readonly settleDelivered: (accountId: string, holdId: string, cost: Micros, usage: unknown) => Effect.Effect<void>
     readonly nowIso: Effect.Effect<string>
   },
   hold: PlaceHoldCommand,
-  nowMs: number,
   lingering: LingeringCommand
 ): PendingHold => {
   const { accountId, holdId } = hold
   const decided = Effect.flatMap(lingering.outcome, acceptedOrFail)
-  const committed = lingering.flush.pipe(
-    Effect.andThen(decided),
-    // In use by this request until it resolves, as a hold placed with `placeHold`.
-    Effect.tap(() => Effect.sync(() => deps.live.add(holdId, accountId, nowMs)))
-  )
+  const committed = Effect.andThen(lingering.flush, decided)
   return {
     holdId,
     expiresAt: hold.expiresAt,
@@ -124,6 +119,8 @@ export const makePendingHold = (
         if (Exit.isSuccess(held) && Exit.isFailure(released)) {
           // Committed without its release: the refund is retried like any other (the balance stays held meanwhile).
           yield* deps.retries.defer({ holdId, accountId, resolution: { kind: "release", reason }, decidedAt: at })
+        } else {
+          yield* deps.ended(holdId)
         }
       }).pipe(Effect.uninterruptible),
     settleDelivered: (cost, usage) =>
@@ -140,7 +137,9 @@ export const makePendingHold = (
         // Accepted settlement means its hold committed, whatever the hold's own answer said (a lost reply).
         const billed = Exit.isSuccess(settled) && settled.value._tag === "Accepted"
         if (Exit.isFailure(held) && !billed) return yield* Effect.failCause(held.cause)
-        yield* afterDeliveredSettlement(deps, { accountId, holdId, cost, usage }, at, settled)
+        if (yield* afterDeliveredSettlement(deps, { accountId, holdId, cost, usage }, at, settled)) {
+          yield* deps.ended(holdId)
+        }
       }).pipe(Effect.uninterruptible)
   }
 }

@@ -144,3 +144,33 @@ for (const { target, storeLayer } of availableStores("LingeringHold")) {
     )
   })
 }
+
+for (const { target, storeLayer } of availableStores("LingeringHold expiry")) {
+  // Holds expire after 1 s here, so that a call still running past its hold's expiry is quick to test.
+  const ledgerLayer = PgLedgerWriter.layerWith({
+    ...defaultLedgerOptions,
+    holdTtlSeconds: 1,
+    holdLingerMillis: 50,
+    sweepIntervalMillis: 3_600_000
+  })
+  const services = Layer.mergeAll(ledgerLayer, PgAccounts.layer, PgReplay.layer).pipe(Layer.provideMerge(storeLayer))
+
+  layer(services, { timeout: "60 seconds", excludeTestServices: true })(`lingering holds on ${target.name}`, (it) => {
+    it.effect(
+      "a hold written alone while its call runs is in use: past its expiry the sweep leaves it, and it bills",
+      () =>
+        Effect.gen(function* () {
+          const ledger = yield* Ledger
+          const accountId = yield* funded("long-call", "10")
+          const pending = yield* ledger.placeHoldLingering(holdInput(accountId, "2", "req-long"))
+          yield* Effect.sleep("1500 millis") // written after 50 ms, expired after 1 s
+          assert.strictEqual(yield* ledger.sweepExpiredHolds, 0)
+          yield* pending.settleDelivered(usd("0.25"), { inputTokens: 3, outputTokens: 4 })
+          assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced", "UsageRecalculated", "RefundIssued"])
+          assert.strictEqual((yield* (yield* Accounts).get(accountId)).captured, usd("0.25"))
+          assert.strictEqual(ledger.liveStats().liveHolds, 0)
+          yield* verified
+        })
+    )
+  })
+}
