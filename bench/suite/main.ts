@@ -4,7 +4,7 @@
  * upstream that answers at once. Servers and the mock run on core 0, the load generator on core 1 (taskset).
  *
  *   npm run bench -- suite [--quick] [--seconds 10] [--soak-seconds 600] [--targets floor,postgres,embedded]
- *                          [--scenarios 1,2,3,4,5,6,7]
+ *                          [--scenarios 1,2,3,4,5,6,7] [--warmup-seconds 3]
  *
  * Postgres: BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) names a server where a fresh
  * database is created for the run and dropped after. Results: stdout and bench/results/<timestamp>.json.
@@ -38,7 +38,7 @@ const option = (name: string) => {
 }
 const quick = flag("quick")
 const seconds = Number(option("seconds") ?? (quick ? 3 : 10))
-const warmupSeconds = quick ? 1 : 3
+const warmupSeconds = Number(option("warmup-seconds") ?? (quick ? 1 : 3))
 const soakSeconds = Number(option("soak-seconds") ?? (quick ? 10 : 600))
 const sequentialCount = quick ? 300 : 2000
 const openStreams = Number(option("streams") ?? 1000)
