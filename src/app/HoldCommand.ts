@@ -3,24 +3,20 @@
  * the clock and (for the guess) the account as this instance last committed it.
  */
 import { randomUUID } from "node:crypto"
-import type { Micros } from "../domain/Money.ts"
 import { decide } from "../domain/ledger/LedgerAccount.ts"
 import type { AccountState, LedgerCommand } from "../domain/ledger/LedgerState.ts"
 
-export interface PlaceHoldInput {
-  readonly accountId: string
+export type PlaceHoldCommand = Extract<LedgerCommand, { readonly type: "PlaceHold" }>
+
+/**
+ * What a caller asks for: the command's own fields, less those the ledger fills in (the id unless given, the expiry
+ * from a TTL, the time).
+ */
+export interface PlaceHoldInput extends Omit<PlaceHoldCommand, "type" | "holdId" | "expiresAt" | "at"> {
   readonly holdId?: string
-  readonly amount: Micros
-  readonly keyId: string | null
-  readonly keySpendLimit: Micros | null
-  readonly model: string | null
-  readonly plugin: string | null
-  readonly requestId: string | null
   /** Overrides the default hold TTL; `null` = no expiry (a video task's deadline governs it). */
   readonly ttlSeconds?: number | null
 }
-
-export type PlaceHoldCommand = Extract<LedgerCommand, { readonly type: "PlaceHold" }>
 
 /** The PlaceHold command of `input` placed at `nowMs`, expiring after its own TTL or `defaultTtlSeconds`. */
 export const holdCommand = (input: PlaceHoldInput, nowMs: number, defaultTtlSeconds: number) => {

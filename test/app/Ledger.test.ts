@@ -13,10 +13,8 @@ import { defaultLedgerOptions, Ledger, type LedgerOptions } from "../../src/app/
 import * as PgLedgerWriter from "../../src/adapters/store/PgLedgerWriter.ts"
 import { SettlementJournal } from "../../src/app/SettlementJournal.ts"
 import { Replay } from "../../src/app/Replay.ts"
-import { parseDecimal } from "../../src/domain/Money.ts"
+import { holdInput, usd } from "../support/Holds.ts"
 import { availableStores } from "../support/TestDatabase.ts"
-
-const usd = (text: string) => parseDecimal(text) as bigint
 
 const instance = (options: Partial<LedgerOptions> = {}) =>
   PgLedgerWriter.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000, ...options })
@@ -24,16 +22,6 @@ const instance = (options: Partial<LedgerOptions> = {}) =>
 /** A new account holding `amount` on `ledger`. */
 const funded = (ledger: Ledger["Service"], name: string, amount: string) =>
   Effect.tap(ledger.openAccount(name), (account) => ledger.deposit(account.id, usd(amount), `${name}-funds`))
-
-const holdInput = (accountId: string, amount: string) => ({
-  accountId,
-  amount: usd(amount),
-  keyId: null,
-  keySpendLimit: null,
-  model: "m",
-  plugin: "text",
-  requestId: null
-})
 
 for (const { target, storeLayer } of availableStores("Ledger")) {
   const services = Layer.mergeAll(instance(), PgAccounts.layer, PgReplay.layer).pipe(Layer.provideMerge(storeLayer))

@@ -7,20 +7,8 @@ import * as PgReplay from "../../src/adapters/store/PgReplay.ts"
 import { Accounts } from "../../src/app/Accounts.ts"
 import { defaultLedgerOptions, Ledger } from "../../src/app/Ledger.ts"
 import { Replay } from "../../src/app/Replay.ts"
-import { parseDecimal } from "../../src/domain/Money.ts"
+import { holdInput, usd } from "../support/Holds.ts"
 import { availableStores } from "../support/TestDatabase.ts"
-
-const usd = (text: string) => parseDecimal(text) as bigint
-
-const holdInput = (accountId: string, amount: string, requestId: string) => ({
-  accountId,
-  amount: usd(amount),
-  keyId: null,
-  keySpendLimit: null,
-  model: "m",
-  plugin: "text",
-  requestId
-})
 
 /** The event types of one account's stream, in order, after its opening and deposit. */
 const eventsOf = (accountId: string) =>
