@@ -1,5 +1,5 @@
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as PgAccounts from "../../src/adapters/store/PgAccounts.ts"
 import * as PgLedgerWriter from "../../src/adapters/store/PgLedgerWriter.ts"
@@ -159,6 +159,42 @@ for (const { target, storeLayer } of availableStores("LingeringHold expiry")) {
           assert.strictEqual(ledger.liveStats().liveHolds, 0)
           yield* verified
         })
+    )
+  })
+}
+
+for (const { target, storeLayer } of availableStores("LingeringHold batch size")) {
+  const ledgerLayer = PgLedgerWriter.layerWith({
+    ...defaultLedgerOptions,
+    shards: 1,
+    maxBatch: 2,
+    holdLingerMillis: 300,
+    sweepIntervalMillis: 3_600_000
+  })
+  const services = Layer.mergeAll(ledgerLayer, PgAccounts.layer, PgReplay.layer).pipe(Layer.provideMerge(storeLayer))
+
+  layer(services, { timeout: "60 seconds", excludeTestServices: true })(`lingering holds on ${target.name}`, (it) => {
+    it.effect("a batch that takes lingering holds along still takes no more than maxBatch commands", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const accountId = yield* funded("many-holds", "10")
+        const before = ledger.writerStats()
+        // The deposit is queued first; the holds linger behind it before the writer takes it.
+        const deposit = yield* Effect.forkChild(ledger.deposit(accountId, usd("1"), "more-funds"), {
+          startImmediately: true
+        })
+        const holds = yield* Effect.forEach(["a", "b", "c"], (id) =>
+          ledger.placeHoldLingering(holdInput(accountId, "1", `req-${id}`))
+        )
+        yield* Fiber.join(deposit)
+        assert.strictEqual(ledger.writerStats().commands - before.commands, 2, "the deposit and one hold")
+        yield* Effect.forEach(holds, (hold) => hold.committed)
+        const after = ledger.writerStats()
+        assert.strictEqual(after.commands - before.commands, 4)
+        assert.strictEqual(after.batches - before.batches, 2)
+        assert.strictEqual((yield* (yield* Accounts).get(accountId)).held, usd("3"))
+        yield* verified
+      })
     )
   })
 }

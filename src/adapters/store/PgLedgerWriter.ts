@@ -74,7 +74,8 @@ export const layer = (
 
       // Lingering commands wait in their shard's `lingering` list. Every command is newer than all those queued
       // before it, and a submit moves its shard's lingering commands into the queue ahead of itself, so the queue
-      // stays in submission order; a batch that took everything queued takes the lingering ones too (after it).
+      // stays in submission order; a batch that took everything queued takes the lingering ones too (after it), up to
+      // `maxBatch` in all (the rest wait for the next batch or their timer).
       const shards = queues.map((queue) => ({
         queue,
         lingering: [] as Array<Pending>,
@@ -101,7 +102,7 @@ export const layer = (
           Effect.flatMap((taken) =>
             runBatch(
               taken.length < options.maxBatch && shard.lingering.length > 0
-                ? [...taken, ...shard.lingering.splice(0)]
+                ? [...taken, ...shard.lingering.splice(0, options.maxBatch - taken.length)]
                 : taken
             )
           ),
