@@ -13,14 +13,12 @@ import type { AuthenticatedKey } from "../../src/app/Keys.ts"
 import { ChatGateway } from "../../src/app/ChatGateway.ts"
 import { defaultLedgerOptions, Ledger } from "../../src/app/Ledger.ts"
 import * as PgLedgerWriter from "../../src/adapters/store/PgLedgerWriter.ts"
-import { parseDecimal } from "../../src/domain/Money.ts"
+import { usd } from "../support/Money.ts"
 import type { ChatPlugin, PluginModel } from "../../src/plugins/ModelPlugin.ts"
 import { PluginRegistry } from "../../src/app/PluginRegistry.ts"
 import { availableStores } from "../support/TestDatabase.ts"
 import * as ChatDialectsLive from "../../src/http/dialects/ChatDialectsLive.ts"
 import * as TokenCounterLive from "../../src/adapters/tokenizer/TokenCounterLive.ts"
-
-const usd = (text: string) => parseDecimal(text) as bigint
 
 const MODEL: PluginModel = {
   id: "recorded",

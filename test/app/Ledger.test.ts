@@ -13,7 +13,8 @@ import { defaultLedgerOptions, Ledger, type LedgerOptions } from "../../src/app/
 import * as PgLedgerWriter from "../../src/adapters/store/PgLedgerWriter.ts"
 import { SettlementJournal } from "../../src/app/SettlementJournal.ts"
 import { Replay } from "../../src/app/Replay.ts"
-import { holdInput, usd } from "../support/Holds.ts"
+import { holdInput } from "../support/Holds.ts"
+import { usd } from "../support/Money.ts"
 import { availableStores } from "../support/TestDatabase.ts"
 
 const instance = (options: Partial<LedgerOptions> = {}) =>

@@ -5,9 +5,10 @@ import * as PgAccounts from "../../src/adapters/store/PgAccounts.ts"
 import * as PgLedgerWriter from "../../src/adapters/store/PgLedgerWriter.ts"
 import * as PgReplay from "../../src/adapters/store/PgReplay.ts"
 import { Accounts } from "../../src/app/Accounts.ts"
-import { defaultLedgerOptions, Ledger } from "../../src/app/Ledger.ts"
+import { defaultLedgerOptions, Ledger, type LedgerOptions } from "../../src/app/Ledger.ts"
 import { Replay } from "../../src/app/Replay.ts"
-import { holdInput, usd } from "../support/Holds.ts"
+import { holdInput } from "../support/Holds.ts"
+import { usd } from "../support/Money.ts"
 import { availableStores } from "../support/TestDatabase.ts"
 
 /** The event types of one account's stream, in order, after its opening and deposit. */
@@ -32,16 +33,18 @@ const verified = Effect.gen(function* () {
   assert.deepStrictEqual(report.mismatches, [])
 })
 
+/** A ledger with `options` (the periodic sweep off) on `storeLayer`, with the accounts and replay around it. */
+const servicesWith = <E, R>(storeLayer: Layer.Layer<SqlClient.SqlClient, E, R>, options: Partial<LedgerOptions>) =>
+  Layer.mergeAll(
+    PgLedgerWriter.layerWith({ ...defaultLedgerOptions, sweepIntervalMillis: 3_600_000, ...options }),
+    PgAccounts.layer,
+    PgReplay.layer
+  ).pipe(Layer.provideMerge(storeLayer))
+
 for (const { target, storeLayer } of availableStores("LingeringHold")) {
   // One shard, so that "the shard's next batch" is any other command; a linger long enough never to run out here
   // unless a test waits for it.
-  const ledgerLayer = PgLedgerWriter.layerWith({
-    ...defaultLedgerOptions,
-    shards: 1,
-    holdLingerMillis: 300,
-    sweepIntervalMillis: 3_600_000
-  })
-  const services = Layer.mergeAll(ledgerLayer, PgAccounts.layer, PgReplay.layer).pipe(Layer.provideMerge(storeLayer))
+  const services = servicesWith(storeLayer, { shards: 1, holdLingerMillis: 300 })
 
   layer(services, { timeout: "60 seconds", excludeTestServices: true })(`lingering holds on ${target.name}`, (it) => {
     it.effect("a short call's hold and settlement commit in one batch, the hold decided first", () =>
@@ -135,13 +138,7 @@ for (const { target, storeLayer } of availableStores("LingeringHold")) {
 
 for (const { target, storeLayer } of availableStores("LingeringHold expiry")) {
   // Holds expire after 1 s here, so that a call still running past its hold's expiry is quick to test.
-  const ledgerLayer = PgLedgerWriter.layerWith({
-    ...defaultLedgerOptions,
-    holdTtlSeconds: 1,
-    holdLingerMillis: 50,
-    sweepIntervalMillis: 3_600_000
-  })
-  const services = Layer.mergeAll(ledgerLayer, PgAccounts.layer, PgReplay.layer).pipe(Layer.provideMerge(storeLayer))
+  const services = servicesWith(storeLayer, { holdTtlSeconds: 1, holdLingerMillis: 50 })
 
   layer(services, { timeout: "60 seconds", excludeTestServices: true })(`lingering holds on ${target.name}`, (it) => {
     it.effect(
@@ -164,14 +161,7 @@ for (const { target, storeLayer } of availableStores("LingeringHold expiry")) {
 }
 
 for (const { target, storeLayer } of availableStores("LingeringHold batch size")) {
-  const ledgerLayer = PgLedgerWriter.layerWith({
-    ...defaultLedgerOptions,
-    shards: 1,
-    maxBatch: 2,
-    holdLingerMillis: 300,
-    sweepIntervalMillis: 3_600_000
-  })
-  const services = Layer.mergeAll(ledgerLayer, PgAccounts.layer, PgReplay.layer).pipe(Layer.provideMerge(storeLayer))
+  const services = servicesWith(storeLayer, { shards: 1, maxBatch: 2, holdLingerMillis: 300 })
 
   layer(services, { timeout: "60 seconds", excludeTestServices: true })(`lingering holds on ${target.name}`, (it) => {
     it.effect("a batch that takes lingering holds along still takes no more than maxBatch commands", () =>

@@ -12,14 +12,14 @@ import {
   type StatementEvent,
   type StatementState
 } from "../../src/app/Statements.ts"
-import { formatSignedMicros, parseDecimal } from "../../src/domain/Money.ts"
+import { formatSignedMicros } from "../../src/domain/Money.ts"
+import { usd } from "../support/Money.ts"
 import { decide, evolve } from "../../src/domain/ledger/LedgerAccount.ts"
 import { type AccountState, initialState, type LedgerCommand } from "../../src/domain/ledger/LedgerState.ts"
 import type { LedgerEvent } from "../../src/domain/ledger/LedgerEvent.ts"
 
 const ACCOUNT = "acc-1"
 const AT = "2026-01-01T00:00:00.000Z"
-const usd = (text: string) => parseDecimal(text) as bigint
 const zero: Balances = { balance: 0n, held: 0n, available: 0n }
 
 const run = (commands: ReadonlyArray<LedgerCommand>): ReadonlyArray<LedgerEvent> => {

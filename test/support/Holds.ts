@@ -1,8 +1,6 @@
 /** What the ledger's tests ask for a hold with: dollars as decimal text, no key, one model of the text plugin. */
 import type { PlaceHoldInput } from "../../src/app/HoldCommand.ts"
-import { parseDecimal } from "../../src/domain/Money.ts"
-
-export const usd = (text: string) => parseDecimal(text) as bigint
+import { usd } from "./Money.ts"
 
 export const holdInput = (accountId: string, amount: string, requestId: string | null = null): PlaceHoldInput => ({
   accountId,

@@ -18,13 +18,11 @@ import { accountStream } from "../../../src/domain/Ids.ts"
 import { fold } from "../../../src/domain/ledger/LedgerAccount.ts"
 import { initialState, type LedgerCommand } from "../../../src/domain/ledger/LedgerState.ts"
 import type { LedgerEvent } from "../../../src/domain/ledger/LedgerEvent.ts"
-import { parseDecimal } from "../../../src/domain/Money.ts"
+import { usd } from "../../support/Money.ts"
 import { availableStores } from "../../support/TestDatabase.ts"
 
 const NOW = new Date("2026-01-01T00:00:00.000Z")
 const AT = NOW.toISOString()
-const usd = (text: string): bigint => parseDecimal(text) as bigint
-
 const open = (accountId: string): LedgerCommand => ({ type: "OpenAccount", accountId, name: `n-${accountId}`, at: AT })
 const deposit = (accountId: string, amount: bigint, reference: string): LedgerCommand => ({
   type: "Deposit",

@@ -13,10 +13,8 @@ import { Audit } from "../../../src/app/Audit.ts"
 import { EventStore } from "../../../src/app/EventStore.ts"
 import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"
 import * as PgLedgerWriter from "../../../src/adapters/store/PgLedgerWriter.ts"
-import { parseDecimal } from "../../../src/domain/Money.ts"
+import { usd } from "../../support/Money.ts"
 import { availableStores } from "../../support/TestDatabase.ts"
-
-const usd = (text: string) => parseDecimal(text) as bigint
 
 /** Some history: two accounts with deposits, holds, settlements, and a stream written through the EventStore. */
 const activity = Effect.gen(function* () {

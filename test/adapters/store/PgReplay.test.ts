@@ -12,11 +12,9 @@ import { Keys } from "../../../src/app/Keys.ts"
 import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"
 import * as PgLedgerWriter from "../../../src/adapters/store/PgLedgerWriter.ts"
 import { Replay } from "../../../src/app/Replay.ts"
-import { parseDecimal } from "../../../src/domain/Money.ts"
+import { usd } from "../../support/Money.ts"
 import type { VideoTaskState } from "../../../src/domain/video/VideoTask.ts"
 import { availableStores } from "../../support/TestDatabase.ts"
-
-const usd = (text: string) => parseDecimal(text) as bigint
 
 describe("replay fold, in memory", () => {
   const at = "2026-11-22T10:00:00.000Z"

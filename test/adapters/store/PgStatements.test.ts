@@ -5,10 +5,9 @@ import * as PgStatements from "../../../src/adapters/store/PgStatements.ts"
 import { defaultLedgerOptions, Ledger } from "../../../src/app/Ledger.ts"
 import * as PgLedgerWriter from "../../../src/adapters/store/PgLedgerWriter.ts"
 import { addBalances, type Balances, balancesOf, collectStatement, Statements } from "../../../src/app/Statements.ts"
-import { parseDecimal } from "../../../src/domain/Money.ts"
+import { usd } from "../../support/Money.ts"
 import { availableStores } from "../../support/TestDatabase.ts"
 
-const usd = (text: string) => parseDecimal(text) as bigint
 const zero: Balances = { balance: 0n, held: 0n, available: 0n }
 const position = (p: bigint) => ({ _tag: "Position", position: p }) as const
 

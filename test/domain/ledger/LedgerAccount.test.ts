@@ -11,11 +11,11 @@ import {
 } from "../../../src/domain/ledger/LedgerState.ts"
 import type { LedgerEvent, RefundReason } from "../../../src/domain/ledger/LedgerEvent.ts"
 import { formatMicros, MAX_MICROS, max, min, parseDecimal } from "../../../src/domain/Money.ts"
+import { usd } from "../../support/Money.ts"
 
 const NO_METRICS = { inputTokens: 0, outputTokens: 0, images: 0, videoSeconds: 0 }
 const ACCOUNT = "acc-1"
 const AT = "2026-01-01T00:00:00.000Z"
-const usd = (text: string): bigint => parseDecimal(text) as bigint
 const money = (micros: bigint): string => formatMicros(micros)
 
 // ---- given / when / then -------------------------------------------------------------------------------------------
