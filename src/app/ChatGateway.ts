@@ -25,7 +25,7 @@ import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
-import { costComment, deliveredUsage, frameText, hasDelivered, progressOf } from "./ChatStreamAccounting.ts"
+import { deliveredUsage, frameText, hasDelivered, progressOf } from "./ChatStreamAccounting.ts"
 import { CurrentTelemetry } from "./RequestTelemetry.ts"
 import { traced } from "./Traced.ts"
 import { Deployments } from "./routing/Deployments.ts"
@@ -287,14 +287,14 @@ export class ChatGateway extends Context.Service<
               Stream.succeed(transducer.fail("api_error", "the upstream stream failed before it finished").join(""))
             )
           ),
-          // A stream that ended whole is billed here, so its last lines can say what it cost (an SSE comment, which
-          // every client's parser skips); one that did not is billed at its exit, for what was delivered.
+          // A stream that ended whole is billed here, before its response ends, so that what it cost can follow its
+          // last frame (src/http says it in trailers); one that did not is billed at its exit, for what was delivered.
           Stream.concat(
             Stream.suspend(() => {
               const end = transducer.snapshot()
               if (!end.finished || end.truncated || end.usage === undefined) return Stream.empty
               settled = true
-              return Stream.fromEffect(Effect.map(settle(Exit.void), () => costComment(telemetry)))
+              return Stream.fromEffect(Effect.as(settle(Exit.void), ""))
             })
           ),
           (stream) => (input.keep === undefined ? stream : Stream.mapEffect(stream, keepFinal)),

@@ -6,8 +6,6 @@ import type { SseFrame } from "../plugins/ModelPlugin.ts"
 import { emptyUsage, type Usage } from "../plugins/text/convert/ChatIR.ts"
 import type { StreamTransducer } from "../plugins/text/convert/StreamTransducer.ts"
 import type { Progress } from "./LiveHolds.ts"
-import type { RequestTelemetry } from "./RequestTelemetry.ts"
-import { formatMicros } from "../domain/Money.ts"
 
 export const frameText = (frame: SseFrame): string =>
   frame.event === undefined ? `data: ${frame.data}\n\n` : `event: ${frame.event}\ndata: ${frame.data}\n\n`
@@ -60,14 +58,3 @@ export const hasDelivered = (transducer: StreamTransducer): boolean => {
   const { delivered } = transducer.snapshot()
   return delivered.text.length + delivered.thinking.length + delivered.toolArguments.length > 0
 }
-
-/**
- * The closing lines of a stream billed before its end: `x-tollgate-cost` and `x-tollgate-balance` as SSE comments,
- * the way the headers of a JSON answer say them (empty when nothing was noted).
- */
-export const costComment = (telemetry: RequestTelemetry): string =>
-  telemetry.charge === undefined
-    ? ""
-    : `: x-tollgate-cost: ${formatMicros(telemetry.charge.cost)}\n${
-        telemetry.balance === undefined ? "" : `: x-tollgate-balance: ${formatMicros(telemetry.balance)}\n`
-      }\n`

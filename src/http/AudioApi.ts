@@ -22,6 +22,7 @@ import { authenticate } from "./Auth.ts"
 import { type Fields, optionalFlag, optionalNumber, optionalString } from "./FormFields.ts"
 import { parseFormData, readBytes, readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
+import { streamedBody } from "./StreamedReply.ts"
 
 /** OpenAI's own limit on transcription uploads. */
 export const DEFAULT_MAX_AUDIO_BYTES = 25 * 1024 * 1024
@@ -214,7 +215,8 @@ const speech = Effect.gen(function* () {
   }
   const { model, request } = yield* speechRequest(body as Fields)
   const audio = yield* (yield* AudioGateway).speak({ model, request, key, requestId: yield* RequestId })
-  return HttpServerResponse.stream(audio.body, {
+  // Settled when the audio ends: what it cost follows it in trailers.
+  return yield* streamedBody(audio.body, {
     contentType: audio.contentType,
     headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
   })

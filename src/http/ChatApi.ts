@@ -3,7 +3,7 @@
  * answering in its own dialect whatever protocol the model's upstream speaks.
  */
 import { Effect, Layer } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpServerRequest } from "effect/http"
 import { finishTally, tallyAnthropicMessages } from "../adapters/tokenizer/ChatTally.ts"
 import { ChatGateway, type ChatInput, type ChatResult } from "../app/ChatGateway.ts"
 import { ModelNotFound } from "../app/ChatErrors.ts"
@@ -13,17 +13,11 @@ import { authenticate } from "./Auth.ts"
 import { type ChatEndpoint, chatShapeProblem, readJson, requiredFieldProblem } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
 import { noteModel } from "../app/RequestTelemetry.ts"
+import { type StreamFraming, streamedReply } from "./StreamedReply.ts"
 
-const SSE_HEADERS = {
-  "content-type": "text/event-stream; charset=utf-8",
-  "cache-control": "no-cache",
-  "x-accel-buffering": "no"
-}
-
-export const respondWith = (result: ChatResult) =>
-  result._tag === "Json"
-    ? json(result.body)
-    : HttpServerResponse.stream(result.frames, { headers: SSE_HEADERS, contentType: SSE_HEADERS["content-type"] })
+/** A chat result as the called protocol answers it: its JSON, or its stream in `framing`. */
+export const respondWith = (result: ChatResult, framing: StreamFraming = "sse") =>
+  result._tag === "Json" ? Effect.succeed(json(result.body)) : streamedReply(result.frames, framing)
 
 const objectBody = (dialect: Dialect, endpoint: ChatEndpoint) =>
   Effect.gen(function* () {
@@ -44,7 +38,7 @@ const chat = (dialect: "openai" | "anthropic") =>
     const key = yield* authenticate(dialect)
     const body = yield* objectBody(dialect, dialect === "openai" ? "chat_completions" : "messages")
     const input: ChatInput = { dialect, body, key, requestId: yield* RequestId }
-    return respondWith(yield* (yield* ChatGateway).chat(input))
+    return yield* respondWith(yield* (yield* ChatGateway).chat(input))
   })
 
 const countTokens = Effect.gen(function* () {
@@ -85,7 +79,11 @@ export const gemini = Effect.gen(function* () {
     key,
     requestId: yield* RequestId
   }
-  return respondWith(yield* (yield* ChatGateway).chat(input))
+  // Google streams SSE only when asked with `alt=sse`; otherwise one JSON array, element by element.
+  return yield* respondWith(
+    yield* (yield* ChatGateway).chat(input),
+    url.searchParams.get("alt") === "sse" ? "sse" : "json-array"
+  )
 })
 
 export const layer = Layer.mergeAll(

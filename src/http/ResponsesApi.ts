@@ -71,7 +71,7 @@ const create = Effect.gen(function* () {
   const problem = shapeProblem(body, false)
   if (problem !== undefined) return yield* problem
   const result = yield* (yield* ResponsesGateway).create({ body, key, requestId: yield* RequestId })
-  return respondWith(result)
+  return yield* respondWith(result)
 })
 
 const idParam = Effect.map(HttpRouter.params, (params) => params.id ?? "")

@@ -14,6 +14,7 @@ import { type RunningSimulator, startSimulator } from "../../../src/adapters/sim
 import { decodedSeconds } from "../../adapters/simulator/audio/AudioHttp.ts"
 import { closeAfterReplay, makeAdmin } from "../chat/ChatHarness.ts"
 import { startTestGateway } from "../../support/TestGateway.ts"
+import { postRaw } from "../../support/Trailers.ts"
 import {
   type AudioHarness,
   assertHolds,
@@ -94,6 +95,20 @@ describe("speech (openai SDK)", () => {
       await assertHolds(h, customer, TTS, [{ _tag: "Charged", held: price, cost: price }])
     })
   }
+
+  it("says what the audio cost in HTTP trailers, the ledger's charge", async () => {
+    const customer = await h.admin.customer()
+    const reply = await postRaw(
+      `${h.gateway.url}${PATH}`,
+      { authorization: `Bearer ${customer.key}` },
+      { model: TTS, input: INPUT, voice: "alloy", response_format: "pcm" }
+    )
+    assert.strictEqual(reply.status, 200)
+    assert.strictEqual(reply.headers.trailer, "x-tollgate-cost, x-tollgate-balance")
+    const price = charactersPrice(characters(INPUT))
+    await assertHolds(h, customer, TTS, [{ _tag: "Charged", held: price, cost: price }])
+    assert.strictEqual(reply.trailers["x-tollgate-cost"], price)
+  })
 
   it("takes every option: a voice object, speed, instructions, and the other formats", async () => {
     const customer = await h.admin.customer()

@@ -1,12 +1,14 @@
 /**
  * What a request cost, on its response: `x-tollgate-cost` is the ledger's charge for it and `x-tollgate-balance` the
  * account's available balance right after, on every JSON endpoint that bills (chat completions, messages, responses,
- * embeddings, images); a refused request carries neither.
+ * embeddings, images), and in HTTP trailers after a stream's last frame (in-band as SSE comments only when asked);
+ * a refused request carries neither.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type ClientGateway, closeClientGateway, startClientGateway } from "../../clients/ClientGateway.ts"
 import { settledLedger } from "./Billing.ts"
 import type { Customer } from "./ChatHarness.ts"
+import { postHttp10, postRaw } from "../../support/Trailers.ts"
 
 let h: ClientGateway
 beforeAll(async () => {
@@ -76,18 +78,76 @@ describe("cost headers", () => {
       { contents: [{ role: "user", parts: [{ text: "hi" }] }] }
     ]
   ]
+  const headers = (customer: Customer): Record<string, string> => ({
+    authorization: `Bearer ${customer.key}`,
+    "x-api-key": customer.key,
+    "x-goog-api-key": customer.key,
+    "anthropic-version": "2023-06-01"
+  })
+
   for (const [name, path, body] of STREAMS) {
-    it(`${name} stream: closing SSE comments say the cost and balance, billed once`, async () => {
+    it(`${name} stream: the cost and balance come in HTTP trailers, the body holds only the protocol's frames`, async () => {
       const customer = await h.admin.customer({ deposit: "10" })
-      const response = await post(customer, path, body)
-      assert.strictEqual(response.status, 200)
-      const text = await response.text()
-      const cost = /^: x-tollgate-cost: (\S+)$/m.exec(text)?.[1]
-      const left = /^: x-tollgate-balance: (\S+)$/m.exec(text)?.[1]
-      assert.isTrue(text.endsWith(`: x-tollgate-cost: ${cost}\n: x-tollgate-balance: ${left}\n\n`), text.slice(-300))
+      const reply = await postRaw(`${h.gateway.url}${path}`, headers(customer), body)
+      assert.strictEqual(reply.status, 200, reply.text)
+      assert.strictEqual(reply.headers.trailer, "x-tollgate-cost, x-tollgate-balance")
+      assert.notMatch(reply.text, /^:/m, "no SSE comment line")
+      assert.notInclude(reply.text, "x-tollgate")
+      assert.match(reply.trailers["x-tollgate-cost"] ?? "", /^\d+\.\d{6}$/)
+      await assertSaid(customer, reply.trailers["x-tollgate-cost"], reply.trailers["x-tollgate-balance"])
+    })
+
+    it(`${name} stream: with x-tollgate-stream-cost: comment, closing SSE comments say it too`, async () => {
+      const customer = await h.admin.customer({ deposit: "10" })
+      const reply = await postRaw(
+        `${h.gateway.url}${path}`,
+        { ...headers(customer), "x-tollgate-stream-cost": "comment" },
+        body
+      )
+      assert.strictEqual(reply.status, 200)
+      const cost = /^: x-tollgate-cost: (\S+)$/m.exec(reply.text)?.[1]
+      const left = /^: x-tollgate-balance: (\S+)$/m.exec(reply.text)?.[1]
+      assert.isTrue(
+        reply.text.endsWith(`: x-tollgate-cost: ${cost}\n: x-tollgate-balance: ${left}\n\n`),
+        reply.text.slice(-300)
+      )
+      assert.strictEqual(reply.trailers["x-tollgate-cost"], cost)
       await assertSaid(customer, cost, left)
     })
   }
+
+  it("an HTTP/1.0 client gets the stream whole, without trailers (its framing has none)", async () => {
+    const customer = await h.admin.customer({ deposit: "10" })
+    const exchange = await postHttp10(`${h.gateway.url}/v1/chat/completions`, headers(customer), {
+      model: "sim-openai",
+      messages: [{ role: "user", content: "hi" }],
+      stream: true
+    })
+    assert.match(exchange, /^HTTP\/1\.[01] 200 /)
+    assert.notMatch(exchange, /^trailer:/im)
+    assert.include(exchange, "data: [DONE]")
+  })
+
+  it("streamGenerateContent without alt=sse streams one JSON array, as Google does; its cost in trailers", async () => {
+    const customer = await h.admin.customer({ deposit: "10" })
+    const reply = await postRaw(
+      `${h.gateway.url}/v1beta/models/sim-anthropic:streamGenerateContent`,
+      headers(customer),
+      { contents: [{ role: "user", parts: [{ text: "hi" }] }] }
+    )
+    assert.strictEqual(reply.status, 200, reply.text)
+    assert.match(String(reply.headers["content-type"]), /^application\/json/)
+    const chunks = JSON.parse(reply.text) as Array<{
+      candidates?: Array<{ content?: { parts?: Array<{ text?: string }> } }>
+    }>
+    assert.isAbove(chunks.length, 0)
+    const text = chunks
+      .flatMap((c) => c.candidates?.[0]?.content?.parts ?? [])
+      .map((p) => p.text ?? "")
+      .join("")
+    assert.isAbove(text.length, 0)
+    await assertSaid(customer, reply.trailers["x-tollgate-cost"], reply.trailers["x-tollgate-balance"])
+  })
 
   it("GET /v1/usage/requests finds each request by its x-request-id, with the cost its header said", async () => {
     const customer = await h.admin.customer({ deposit: "10" })

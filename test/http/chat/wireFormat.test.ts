@@ -35,27 +35,24 @@ const post = (path: string, customer: Customer, body: unknown) =>
   })
 
 /**
- * Splits an SSE body into frames, insisting every frame ends with a blank line. Comment-only frames (the closing
- * `: x-tollgate-cost` lines, which every SSE parser skips) must come last, after the protocol's own end.
+ * Splits an SSE body into frames, insisting every frame ends with a blank line and holds only the protocol's own
+ * `event:`/`data:` lines: no comment, no line of the gateway's (what a stream cost goes in HTTP trailers).
  */
 const framesOf = (text: string) => {
   assert.isTrue(text.endsWith("\n\n"), "the stream ends on a frame boundary")
   const all = text.slice(0, -2).split("\n\n")
-  const isComment = (frame: string) => frame.split("\n").every((line) => line.startsWith(":"))
-  const firstComment = all.findIndex(isComment)
-  assert.isTrue(firstComment === -1 || all.slice(firstComment).every(isComment), "comments close the stream")
-  assert.match(all.at(-1) ?? "", /^: x-tollgate-cost: \d+\.\d{6}\n: x-tollgate-balance: -?\d+\.\d{6}$/)
-  return all
-    .filter((frame) => !isComment(frame))
-    .map((frame) => {
-      const lines = frame.split("\n")
-      const event = lines.find((l) => l.startsWith("event: "))?.slice(7)
-      const data = lines
-        .filter((l) => l.startsWith("data: "))
-        .map((l) => l.slice(6))
-        .join("\n")
-      return { event, data, lines }
-    })
+  for (const frame of all) {
+    for (const line of frame.split("\n")) assert.match(line, /^(event|data): /, "only the protocol's own lines")
+  }
+  return all.map((frame) => {
+    const lines = frame.split("\n")
+    const event = lines.find((l) => l.startsWith("event: "))?.slice(7)
+    const data = lines
+      .filter((l) => l.startsWith("data: "))
+      .map((l) => l.slice(6))
+      .join("\n")
+    return { event, data, lines }
+  })
 }
 
 const openAiTools = [{ type: "function", function: { name: "get_weather", parameters: weatherSchema } }]

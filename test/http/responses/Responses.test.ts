@@ -38,9 +38,9 @@ const call = async (customer: Customer, method: string, path: string, body?: unk
   }
 }
 
-/** The stream's events; the closing `: x-tollgate-cost` comment lines are skipped, as every SSE parser does. */
+/** The stream's events: OpenAI's own frames and nothing else (what it cost comes in HTTP trailers). */
 const events = (text: string): ReadonlyArray<{ event: string | undefined; data: Json }> =>
-  readFrames(text.split(/(?<=\n\n)/).filter((frame) => !frame.startsWith(":"))).map((f) => ({
+  readFrames(text.split(/(?<=\n\n)/)).map((f) => ({
     event: f.event,
     data: f.data as Json
   }))

@@ -7,14 +7,7 @@
  * terminal frame (finish or error) it returns nothing more.
  */
 import type { StopReason, Usage } from "./ChatIR.ts"
-import {
-  type ErrorKind,
-  type StreamEncoder,
-  type StreamEvent,
-  type StreamParser,
-  sseEvent,
-  type UpstreamEvent
-} from "./ChatStream.ts"
+import type { ErrorKind, StreamEncoder, StreamEvent, StreamParser, UpstreamEvent } from "./ChatStream.ts"
 import { makeAnthropicStreamEncoder, makeAnthropicStreamParser } from "./anthropicStream.ts"
 import { makeGeminiStreamEncoder, makeGeminiStreamParser } from "./geminiStream.ts"
 import type { ReasoningField } from "./openai.ts"
@@ -69,8 +62,6 @@ export interface StreamTransducer {
   end(): ReadonlyArray<string>
   /** Upstream failed mid-stream: emits the client dialect's in-band error. */
   fail(kind: ErrorKind, message: string): ReadonlyArray<string>
-  /** A frame the client ignores, for keeping proxies alive while the upstream is silent (long reasoning). */
-  keepalive(): string
   snapshot(): StreamSnapshot
 }
 
@@ -181,8 +172,6 @@ export const makeStreamTransducer = (options: StreamTransducerOptions): StreamTr
       truncated = true
       return emit([{ type: "error", kind, message }])
     },
-    // Anthropic SDKs skip `ping`; OpenAI and js-genai readers skip SSE comment lines.
-    keepalive: () => (options.client === "anthropic" ? sseEvent("ping", { type: "ping" }) : ": keepalive\n\n"),
     snapshot: () => ({
       ...(usage ? { usage } : {}),
       ...(stopReason !== undefined ? { stopReason } : {}),

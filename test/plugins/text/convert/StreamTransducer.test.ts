@@ -462,16 +462,6 @@ describe("input tokens for an Anthropic client of another vendor's model", () =>
   })
 })
 
-describe("keepalive", () => {
-  it("given each client dialect, then the keepalive frame is one the client skips", () => {
-    const keepalive = (client: "openai" | "anthropic" | "gemini") =>
-      makeStreamTransducer({ ...base, upstream: "openai", client }).keepalive()
-    assert.strictEqual(keepalive("anthropic"), 'event: ping\ndata: {"type":"ping"}\n\n')
-    assert.strictEqual(keepalive("openai"), ": keepalive\n\n")
-    assert.strictEqual(keepalive("gemini"), ": keepalive\n\n")
-  })
-})
-
 describe("Anthropic upstream → Anthropic client", () => {
   it("given a signed thinking block, then the genuine signature passes and no synthetic one is added", () => {
     const { parsed } = run({ upstream: "anthropic", client: "anthropic" }, anthropicToolStream)
