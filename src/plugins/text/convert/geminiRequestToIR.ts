@@ -38,6 +38,9 @@ const functionResponseText = (response: JsonRecord): { text: string; isError: bo
 const contentsToIR = (raw: unknown): Converted<Array<Message>> => {
   const messages: Array<Message> = []
   const open = new Map<string, Array<string>>()
+  // Gemini takes a call answered more than once (Gemini CLI resends a session's last answer when it resumes one);
+  // every other protocol refuses it, so a call keeps its first answer.
+  const answered = new Set<string>()
   let callIndex = 0
   const contents = asArray(raw)
   for (let i = 0; i < contents.length; i++) {
@@ -92,6 +95,8 @@ const contentsToIR = (raw: unknown): Converted<Array<Message>> => {
         const pending = open.get(name) ?? []
         const id = asString(response.id) ?? pending[0]
         if (id === undefined) return convertError(at, `function response '${name}' answers no function call`)
+        if (answered.has(id)) continue
+        answered.add(id)
         open.set(
           name,
           pending.filter((p) => p !== id)

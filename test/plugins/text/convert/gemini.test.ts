@@ -3,7 +3,9 @@ import type { ChatRequest } from "../../../../src/plugins/text/convert/ChatIR.ts
 import { irToGeminiRequest } from "../../../../src/plugins/text/convert/gemini.ts"
 import { geminiRequestToIR } from "../../../../src/plugins/text/convert/geminiRequestToIR.ts"
 import { geminiResponseToIR, irToGeminiResponse } from "../../../../src/plugins/text/convert/geminiResponse.ts"
+import { irToOpenAIRequest } from "../../../../src/plugins/text/convert/openai.ts"
 import { openAIRequestToIR } from "../../../../src/plugins/text/convert/openaiRequestToIR.ts"
+import { Result } from "effect"
 import { failure, ok } from "./helpers.ts"
 
 describe("irToGeminiRequest", () => {
@@ -144,6 +146,31 @@ describe("Gemini responses", () => {
 })
 
 describe("geminiRequestToIR", () => {
+  it("given a function call answered twice (Gemini CLI resends a session's last answer on resume), then the first answer stands alone", () => {
+    const response = { id: "c1", name: "read_file", response: { error: "no such file" } }
+    const ir = ok(
+      geminiRequestToIR(
+        {
+          contents: [
+            { role: "user", parts: [{ text: "read it" }] },
+            { role: "model", parts: [{ functionCall: { id: "c1", name: "read_file", args: { path: "a" } } }] },
+            { role: "user", parts: [{ functionResponse: response }, { functionResponse: response }] },
+            { role: "model", parts: [{ text: "It failed." }] },
+            { role: "user", parts: [{ functionResponse: { ...response, response: { output: "late" } } }, { text: "again" }] }
+          ]
+        },
+        { model: "g", stream: false }
+      )
+    )
+    const results = ir.messages.flatMap((m) => (m.role === "tool" ? m.content : []))
+    assert.deepStrictEqual(
+      results.map((r) => [r.toolCallId, r.isError]),
+      [["c1", true]]
+    )
+    // Every upstream protocol then takes it: one answer per call.
+    assert.isTrue(Result.isSuccess(irToOpenAIRequest(ir)))
+  })
+
   it("given a snake_case body with id-less calls, when converted, then responses pair with calls by name", () => {
     const ir = ok(
       geminiRequestToIR(
