@@ -112,6 +112,8 @@ const unknownPath = Effect.gen(function* () {
 })
 
 export const layer = Layer.mergeAll(
+  // Whoever checks that something listens here gets a 200 (Claude Code sends `HEAD /`, which the router serves by GET).
+  route("GET", "/", Effect.succeed(json({ object: "tollgate", status: "ok", console: "/console" }))),
   route("GET", "/healthz", Effect.succeed(json({ status: "ok" }))),
   route(
     "GET",

@@ -25,6 +25,15 @@ describe("public API", () => {
     assert.deepStrictEqual(await (await fetch(`${gateway.url}/readyz`)).json(), { status: "ready" })
   })
 
+  it("answers HEAD / and GET / with 200 (clients check that something listens before they start)", async () => {
+    const head = await fetch(`${gateway.url}/`, { method: "HEAD" })
+    assert.strictEqual(head.status, 200)
+    assert.strictEqual(await head.text(), "")
+    const got = await fetch(`${gateway.url}/`)
+    assert.strictEqual(got.status, 200)
+    assert.include(await got.json(), { object: "tollgate", status: "ok" })
+  })
+
   it("retrieves one model, and answers an unknown one with 404 model_not_found", async () => {
     const found = await fetch(`${gateway.url}/v1/models/sim-openai`, { headers: { authorization: `Bearer ${key}` } })
     assert.deepStrictEqual(await found.json(), {
