@@ -104,8 +104,31 @@ export const errorBody = (error: ApiError, dialect: Dialect, requestId: string):
         error: { type: anthropicType(error.status), message: error.message },
         request_id: requestId
       }
-    case "gemini":
-      return { error: { code: error.status, message: error.message, status: googleStatus(error.status) } }
+    case "gemini": {
+      // Google says which field and why in `details`: a BadRequest's field violations, an ErrorInfo's reason.
+      const { param, code } = error.options
+      const details = [
+        ...(code === undefined || code === null
+          ? []
+          : [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: code.toUpperCase(), domain: "tollgate" }]),
+        ...(param === undefined || param === null
+          ? []
+          : [
+              {
+                "@type": "type.googleapis.com/google.rpc.BadRequest",
+                fieldViolations: [{ field: param, description: error.message }]
+              }
+            ])
+      ]
+      return {
+        error: {
+          code: error.status,
+          message: error.message,
+          status: googleStatus(error.status),
+          ...(details.length === 0 ? {} : { details })
+        }
+      }
+    }
   }
 }
 

@@ -8,7 +8,7 @@ import { HttpBody, HttpRouter, HttpServerError, HttpServerRequest, HttpServerRes
 import { randomUUID } from "node:crypto"
 import { formatMicros, type Micros } from "../domain/Money.ts"
 import { type ApiError, apiError, badRequest, type Dialect, dialectOf, errorResponse, notFound } from "./ApiError.ts"
-import type { FailureReason } from "@tollgate/plugin-spec"
+import type { UpstreamFailed } from "../app/ChatErrors.ts"
 import { statusOfFailure } from "./FailureStatus.ts"
 import { checkRequestParameters } from "./InputLimits.ts"
 import type { RateLimited } from "../app/RateLimiter.ts"
@@ -71,17 +71,20 @@ export const toApiError = (error: unknown): ApiError | undefined => {
       })
     }
     case "UpstreamFailed": {
-      const failed = error as {
-        reason: FailureReason
-        message: string
-        code?: string | null
-        retryAfterSeconds?: number
-      }
+      const failed = error as UpstreamFailed
       const status = statusOfFailure(failed.reason)
+      // Who refused is said by the code: the gateway's own checks never pass for the upstream's.
+      const fallback =
+        status === 429
+          ? "rate_limit_exceeded"
+          : status >= 500
+            ? "upstream_error"
+            : failed.origin === "gateway"
+              ? "invalid_request"
+              : "upstream_rejected"
       return apiError(status, failed.message, {
-        code:
-          failed.code ??
-          (status === 429 ? "rate_limit_exceeded" : status >= 500 ? "upstream_error" : "upstream_rejected"),
+        code: failed.code ?? fallback,
+        param: failed.param ?? null,
         ...(failed.retryAfterSeconds === undefined
           ? {}
           : { headers: { "retry-after": String(failed.retryAfterSeconds) } })
@@ -229,7 +232,7 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect, pattern
   })
 
 /** Probes and scrapes that would drown the access log: answered, measured, not logged. */
-const UNLOGGED_PATHS = new Set(["/healthz", "/readyz", "/metrics"])
+const UNLOGGED_PATHS = new Set(["/", "/healthz", "/readyz", "/metrics"])
 
 /**
  * One line per request, once its response is over (a stream's end): enough to find a request from the

@@ -19,6 +19,7 @@ export const pluginFailure = (
     readonly retryAfterSeconds?: number | undefined
     readonly detail?: string | undefined
     readonly code?: string | undefined
+    readonly param?: string | undefined
     readonly upstreamStatus?: number | undefined
   } = {}
 ): PluginFailure => ({ _tag: "PluginFailure", reason, message, ...extra })

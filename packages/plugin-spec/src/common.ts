@@ -98,6 +98,8 @@ export interface PluginFailure {
   readonly message: string
   /** A machine-readable code the client may see (`moderation_blocked`, `unsupported_mime_type`, …). */
   readonly code?: string | undefined
+  /** The request field a refusal is about, as a path in the client's request (`tools[4].type`, `input`). */
+  readonly param?: string | undefined
   /** Seconds the client should wait before retrying (rate limited, overloaded). */
   readonly retryAfterSeconds?: number | undefined
   /** The status the vendor answered, for logs. */

@@ -20,7 +20,7 @@ export const IMAGE_MODALITIES: ReadonlyArray<string> = ["TEXT", "IMAGE"]
 export const toolsRejected = pluginFailure(
   "invalid_request",
   "image models do not take tools: remove `tools` from the request (turn off plugins or agent tools for this model); nothing was charged",
-  { code: "tools_not_supported" }
+  { code: "tools_not_supported", param: "tools" }
 )
 
 type PendingImage =
@@ -127,7 +127,9 @@ export const geminiBodyFromChat = (call: ChatCall, fetcher: ImageFetcher): Effec
     const contents = capHistory(pendingContents(request.messages))
     if (!contents.some((content) => content.role === "user")) {
       return yield* Effect.fail(
-        pluginFailure("invalid_request", "messages: at least one user message with a prompt is required")
+        pluginFailure("invalid_request", "messages: at least one user message with a prompt is required", {
+          param: "messages"
+        })
       )
     }
     let counter = 0

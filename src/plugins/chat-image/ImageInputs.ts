@@ -109,9 +109,7 @@ export const unsupportedType = (mimeType: string, where: string): PluginFailure 
   pluginFailure(
     "invalid_request",
     `${where}: the mime type ${mimeType} is not supported; send ${ACCEPTED_IMAGE_TYPES.join(", ")}`,
-    {
-      code: "unsupported_mime_type"
-    }
+    { code: "unsupported_mime_type", param: where }
   )
 
 /** Decides the type of an input image from its bytes (trusted over the label) and checks it is accepted. */
@@ -124,7 +122,9 @@ export const checkedType = (
   const label = declared === undefined || declared === "" ? undefined : baseMimeType(declared)
   const type = sniffImageType(bytes) ?? label
   if (type === undefined)
-    return Effect.fail(pluginFailure("invalid_request", `${where}: the bytes are not a recognised image`))
+    return Effect.fail(
+      pluginFailure("invalid_request", `${where}: the bytes are not a recognised image`, { param: where })
+    )
   return accepted.includes(type) ? Effect.succeed(type) : Effect.fail(unsupportedType(type, where))
 }
 
@@ -155,7 +155,8 @@ export const checkBase64Image = (
   where: string,
   accepted: ReadonlyArray<string> = ACCEPTED_IMAGE_TYPES
 ): Effect.Effect<InlineImage, PluginFailure> => {
-  if (data.length === 0) return Effect.fail(pluginFailure("invalid_request", `${where}: the image is empty`))
+  if (data.length === 0)
+    return Effect.fail(pluginFailure("invalid_request", `${where}: the image is empty`, { param: where }))
   return Effect.map(checkedType(headBytes(data), mimeType, where, accepted), (type) => ({ mimeType: type, data }))
 }
 
@@ -173,11 +174,15 @@ export const resolveImageUrl = (
   if (dataUri !== undefined) return checkBase64Image(dataUri.mimeType, dataUri.data, where, accepted)
   if (url.startsWith("data:")) {
     return Effect.fail(
-      pluginFailure("invalid_request", `${where}: a data URI must be base64 (data:<type>;base64,<data>)`)
+      pluginFailure("invalid_request", `${where}: a data URI must be base64 (data:<type>;base64,<data>)`, {
+        param: where
+      })
     )
   }
   if (!isHttpUrl(url))
-    return Effect.fail(pluginFailure("invalid_request", `${where}: expected an http(s) link or a data URI`))
+    return Effect.fail(
+      pluginFailure("invalid_request", `${where}: expected an http(s) link or a data URI`, { param: where })
+    )
   return Effect.flatMap(fetcher(url, signal), (fetched) =>
     Effect.map(checkedType(fetched.bytes, fetched.contentType, where, accepted), (mimeType) => ({
       mimeType,

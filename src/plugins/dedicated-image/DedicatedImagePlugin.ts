@@ -207,7 +207,9 @@ export const makeDedicatedImagePlugin = (client: UpstreamClient["Service"], fetc
     Effect.gen(function* () {
       const { request } = call
       if (request.images.length === 0)
-        return yield* Effect.fail(pluginFailure("invalid_request", "image: at least one image is required"))
+        return yield* Effect.fail(
+          pluginFailure("invalid_request", "image: at least one image is required", { param: "image" })
+        )
       const images = yield* Effect.forEach(
         request.images,
         (input, index) => resolveInput(input, `image ${index + 1}`, fetcher, call.signal, EDIT_IMAGE_TYPES),

@@ -68,7 +68,8 @@ const malformed = (what: string): PluginFailure =>
 export const openAiInput = (
   inputs: ReadonlyArray<EmbeddingInput>
 ): ReadonlyArray<string> | ReadonlyArray<ReadonlyArray<number>> | PluginFailure => {
-  if (inputs.length === 0) return pluginFailure("invalid_request", "input: at least one input is required")
+  if (inputs.length === 0)
+    return pluginFailure("invalid_request", "input: at least one input is required", { param: "input" })
   const texts: Array<string> = []
   const tokens: Array<ReadonlyArray<number>> = []
   for (const input of inputs) {
@@ -76,7 +77,9 @@ export const openAiInput = (
     else tokens.push(input.tokens)
   }
   if (texts.length > 0 && tokens.length > 0) {
-    return pluginFailure("invalid_request", "input: strings and token arrays cannot be mixed in one request")
+    return pluginFailure("invalid_request", "input: strings and token arrays cannot be mixed in one request", {
+      param: "input"
+    })
   }
   return texts.length > 0 ? texts : tokens
 }

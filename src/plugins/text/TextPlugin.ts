@@ -313,7 +313,10 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
       isTextProtocol(upstream.protocol) && dialectOf(upstream.protocol) === client.dialect
     return model.upstreams.some(native)
       ? undefined
-      : pluginFailure("invalid_request", `${unconvertible.param}: ${unconvertible.message}`)
+      : pluginFailure("invalid_request", `${unconvertible.param}: ${unconvertible.message}`, {
+          code: "unsupported_parameter",
+          param: unconvertible.param
+        })
   }
 
   return {

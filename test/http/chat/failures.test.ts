@@ -426,6 +426,68 @@ describe("an upstream that rejects the request", () => {
   })
 })
 
+describe("who refused, and which field", () => {
+  const post = (path: string, key: string, body: unknown, url = h.gateway.url) =>
+    fetch(`${url}${path}`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "x-goog-api-key": key,
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json"
+      },
+      body: JSON.stringify(body)
+    })
+
+  it("a check the gateway makes before any upstream has its own code and names the field in param", async () => {
+    const customer = await h.admin.customer()
+    // A file by id exists only on OpenAI's own Responses API: refused for a model on another protocol.
+    const response = await post("/v1/responses", customer.key, {
+      model: "sim-anthropic",
+      input: [{ role: "user", content: [{ type: "input_file", file_id: "file-1" }] }]
+    })
+    assert.strictEqual(response.status, 400)
+    const { error } = (await response.json()) as Wire
+    assert.strictEqual(error.code, "unsupported_parameter")
+    assert.strictEqual(error.param, "input.0.content.0")
+    assert.strictEqual(error.type, "invalid_request_error")
+    await assertBilled(h.admin, customer, [])
+  })
+
+  it("the upstream's own rejection says so: upstream_rejected", async () => {
+    const customer = await h.admin.customer()
+    h.sim.setFaults({ status: 400 }, 1)
+    const rejected = await post("/v1/chat/completions", customer.key, { model: "sim-openai", messages: hello })
+    assert.strictEqual(rejected.status, 400)
+    assert.strictEqual(((await rejected.json()) as Wire).error.code, "upstream_rejected")
+  })
+
+  it("Google's envelope carries the field and the code in its details", async () => {
+    const customer = await makeAdmin(catalog).customer()
+    const response = await post(
+      "/v1beta/models/imgchat-2.5-flash-image:generateContent",
+      customer.key,
+      {
+        contents: [{ role: "user", parts: [{ text: "Generate an image: a cat" }] }],
+        tools: [{ functionDeclarations: [{ name: "f", parameters: { type: "object" } }] }]
+      },
+      catalog.url
+    )
+    assert.strictEqual(response.status, 400)
+    const { error } = (await response.json()) as Wire
+    assert.strictEqual(error.status, "INVALID_ARGUMENT")
+    assert.deepInclude(error.details, {
+      "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+      reason: "TOOLS_NOT_SUPPORTED",
+      domain: "tollgate"
+    })
+    const violations = (error.details as Array<Wire>).find(
+      (d) => d["@type"] === "type.googleapis.com/google.rpc.BadRequest"
+    )
+    assert.strictEqual(violations?.fieldViolations?.[0]?.field, "tools")
+  })
+})
+
 describe("a messages base URL with an extra /v1", () => {
   it("gets a 404 in Anthropic's envelope that says to remove it", async () => {
     const customer = await h.admin.customer()
