@@ -112,7 +112,7 @@ const unknownPath = Effect.gen(function* () {
 })
 
 export const layer = Layer.mergeAll(
-  // Whoever checks that something listens here gets a 200 (Claude Code sends `HEAD /`, which the router serves by GET).
+  // Whoever checks that something listens here gets a 200 (Claude Code sends `HEAD /`).
   route("GET", "/", Effect.succeed(json({ object: "tollgate", status: "ok", console: "/console" }))),
   route("GET", "/healthz", Effect.succeed(json({ status: "ok" }))),
   route(
@@ -130,5 +130,7 @@ export const layer = Layer.mergeAll(
   route("GET", "/v1/models", models),
   route("GET", "/v1/models/:id", oneModel),
   route("GET", "/v1beta/models", googleModels),
-  route("*", "*", unknownPath)
+  // Every method but HEAD: the router answers a HEAD that no route of its own matches with the GET route of its path,
+  // so `HEAD /healthz` is the probe's and an unknown path's HEAD still reaches this 404.
+  ...(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const).map((method) => route(method, "*", unknownPath))
 )

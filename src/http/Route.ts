@@ -293,7 +293,7 @@ const untilResponseEnd = (
  * first, so nothing about it is answered to a caller without one.
  */
 export const route = <E, R>(
-  method: "GET" | "POST" | "DELETE" | "PUT" | "PATCH" | "*",
+  method: "GET" | "POST" | "DELETE" | "PUT" | "PATCH" | "OPTIONS" | "*",
   path: HttpRouter.PathInput,
   handler: Handler<E, R>,
   dialect?: Dialect

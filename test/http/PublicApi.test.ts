@@ -32,6 +32,8 @@ describe("public API", () => {
     const got = await fetch(`${gateway.url}/`)
     assert.strictEqual(got.status, 200)
     assert.include(await got.json(), { object: "tollgate", status: "ok" })
+    assert.strictEqual((await fetch(`${gateway.url}/healthz`, { method: "HEAD" })).status, 200)
+    assert.strictEqual((await fetch(`${gateway.url}/no/such/path`, { method: "HEAD" })).status, 404)
   })
 
   it("retrieves one model, and answers an unknown one with 404 model_not_found", async () => {

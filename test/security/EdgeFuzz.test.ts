@@ -33,9 +33,19 @@ const sourceFiles = (dir: string): Array<string> =>
 /** `METHOD path` of every route the server registers. */
 const declaredRoutes = (): ReadonlyArray<string> => {
   const pattern = /(?:\broute|HttpRouter\.add)\(\s*"(GET|POST|PUT|PATCH|DELETE|\*)",\s*"([^"]+)"/g
+  // A route registered for a list of methods (`route(method, "*", …)` in a map) is every method's: `*`.
+  const perMethod = /\broute\(\s*method,\s*"([^"]+)"/g
   const files = [...sourceFiles(join(SOURCE, "http")), join(SOURCE, "AppLayer.ts")]
   return [
-    ...new Set(files.flatMap((file) => [...readFileSync(file, "utf8").matchAll(pattern)].map((m) => `${m[1]} ${m[2]}`)))
+    ...new Set(
+      files.flatMap((file) => {
+        const source = readFileSync(file, "utf8")
+        return [
+          ...[...source.matchAll(pattern)].map((m) => `${m[1]} ${m[2]}`),
+          ...[...source.matchAll(perMethod)].map((m) => `* ${m[1]}`)
+        ]
+      })
+    )
   ]
 }
 
@@ -626,6 +636,7 @@ const fuzzTable: Record<string, RouteFuzz> = {
     params: () => ({ id: "video_x" }),
     query: ["variant"]
   },
+  "GET /": { envelope: "openai", as: "key", url: () => "/" },
   "GET /healthz": { envelope: "openai", as: "key", url: () => "/healthz" },
   "GET /readyz": { envelope: "openai", as: "key", url: () => "/readyz" },
   "GET /v1/models": { envelope: "openai", as: "key", url: () => "/v1/models" },
