@@ -156,7 +156,10 @@ describe("geminiRequestToIR", () => {
             { role: "model", parts: [{ functionCall: { id: "c1", name: "read_file", args: { path: "a" } } }] },
             { role: "user", parts: [{ functionResponse: response }, { functionResponse: response }] },
             { role: "model", parts: [{ text: "It failed." }] },
-            { role: "user", parts: [{ functionResponse: { ...response, response: { output: "late" } } }, { text: "again" }] }
+            {
+              role: "user",
+              parts: [{ functionResponse: { ...response, response: { output: "late" } } }, { text: "again" }]
+            }
           ]
         },
         { model: "g", stream: false }
