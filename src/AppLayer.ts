@@ -15,6 +15,15 @@ import * as ProjectionVersions from "./adapters/store/ProjectionVersions.ts"
 import * as PgStatements from "./adapters/store/PgStatements.ts"
 import * as PgVideoTasks from "./adapters/store/PgVideoTasks.ts"
 import * as PgResponseStore from "./adapters/store/PgResponseStore.ts"
+import * as PgBackgroundResponses from "./adapters/store/PgBackgroundResponses.ts"
+import * as PgConversations from "./adapters/store/PgConversations.ts"
+import {
+  type BackgroundOptions,
+  BackgroundResponses,
+  defaultBackgroundOptions
+} from "./app/responses/BackgroundWorker.ts"
+import { Conversations } from "./app/responses/Conversations.ts"
+import * as ConversationsApi from "./http/ConversationsApi.ts"
 import { ResponsesGateway } from "./app/responses/ResponsesGateway.ts"
 import * as ResponsesApi from "./http/ResponsesApi.ts"
 import { UpstreamClient } from "./adapters/upstream/UpstreamClient.ts"
@@ -90,6 +99,8 @@ export interface AppOptions {
   readonly contentDir: string
   /** Video worker knobs (tests turn the loop off and drive `pollDue`, or shorten the lease). */
   readonly video?: Partial<VideoWorkerOptions> | undefined
+  /** Background responses' worker: claim polling, lease and renewal times (tests shorten them). */
+  readonly responses?: Partial<BackgroundOptions> | undefined
   /** Failed-authentication throttling per client address (limits, and which proxies may name the client). */
   readonly authThrottle?: Partial<AuthThrottleOptions> | undefined
   /** Redis shared by every instance for rate limits; undefined → kept in this process. */
@@ -196,9 +207,16 @@ export const servicesLayer = (options: AppOptions) => {
     Layer.provideMerge(FileContentStore.layer(options.contentDir)),
     Layer.provide(PgVideoTasks.layer)
   )
-  const responses = ResponsesGateway.layer.pipe(
-    Layer.provide(PgResponseStore.layer),
-    Layer.provideMerge(ChatGateway.layer)
+  // The chat pipeline stores Responses API turns itself (its storage step); background responses run in a worker.
+  const chat = ChatGateway.layer.pipe(Layer.provide(PgResponseStore.layer))
+  const background = BackgroundResponses.layerWith({ ...defaultBackgroundOptions, ...options.responses }).pipe(
+    Layer.provide(Layer.merge(PgBackgroundResponses.layer, chat))
+  )
+  const responses = Layer.merge(ResponsesGateway.layer, Conversations.layer).pipe(
+    Layer.provide(
+      Layer.mergeAll(PgResponseStore.layer, PgBackgroundResponses.layer, PgConversations.layer, background)
+    ),
+    Layer.provideMerge(chat)
   )
   return Layer.mergeAll(
     responses,
@@ -223,6 +241,7 @@ export const routesLayer = Layer.mergeAll(
   UsageApi.layer,
   ChatApi.layer,
   ResponsesApi.layer,
+  ConversationsApi.layer,
   GeminiApi.layer,
   ImagesApi.layer,
   EmbeddingsApi.layer,

@@ -25,10 +25,13 @@ import type { AuthenticatedKey } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
-import { deliveredUsage, frameText, hasDelivered, progressOf } from "./ChatStreamAccounting.ts"
+import { billOf, frameText, progressOf } from "./ChatStreamAccounting.ts"
 import { CurrentTelemetry } from "./RequestTelemetry.ts"
 import { traced } from "./Traced.ts"
 import { Deployments } from "./routing/Deployments.ts"
+import type { ChatRequest } from "../plugins/text/convert/ChatIR.ts"
+import { ResponseStore } from "./ports/ResponseStore.ts"
+import { commitDelivered, makeStreamStorage, type ResponseNotStored, type TurnToStore } from "./DeliveredTurn.ts"
 import { chatRouteHint } from "./routing/Affinity.ts"
 
 export interface ChatInput {
@@ -41,11 +44,13 @@ export interface ChatInput {
   readonly requestId: string
   /** The id the client is to see for its response (the Responses API's, under which the gateway stores it). */
   readonly responseId?: string
+  /** The body already decoded to the IR by the caller (the Responses API, which builds the turn's history itself). */
+  readonly request?: ChatRequest
   /**
-   * Given the whole response once it is complete, before its last byte reaches the client (so that a client that
-   * names it in its next request finds it): the Responses API stores it. Must not fail.
+   * The Responses API's turn to store: committed with the reply's bill before its final event leaves, or the reply is
+   * not delivered as stored and nothing is billed (DeliveredTurn.ts).
    */
-  readonly keep?: (response: Readonly<Record<string, unknown>>) => Effect.Effect<void>
+  readonly stored?: TurnToStore
 }
 
 export type ChatResult =
@@ -60,6 +65,7 @@ export type ChatError =
   | LedgerRejected
   | StoreUnavailable
   | StoreRefused
+  | ResponseNotStored
 
 const encoder = new TextEncoder()
 
@@ -75,6 +81,10 @@ export class ChatGateway extends Context.Service<
       const dialects = yield* ChatDialects
       const tokens = yield* TokenCounter
       const deployments = yield* Deployments
+      const store = yield* ResponseStore
+
+      const streamBill = (plugin: ChatPlugin, model: PluginModel, transducer: StreamTransducer, inputTokens: number) =>
+        billOf(transducer, inputTokens, (usage) => plugin.pricing.price(usage, model), tokens.count)
 
       const settleStream = (
         plugin: ChatPlugin,
@@ -83,25 +93,17 @@ export class ChatGateway extends Context.Service<
         holdId: string,
         transducer: StreamTransducer,
         inputTokens: number,
-        exit: Exit.Exit<unknown, unknown>
+        exit: Exit.Exit<unknown, unknown>,
+        notStored: boolean
       ) =>
         Effect.gen(function* () {
-          const snapshot = transducer.snapshot()
-          if (!hasDelivered(transducer) && snapshot.usage === undefined) {
-            // Nothing reached the client: the call costs nothing.
-            return yield* ledger.release(accountId, holdId, Exit.isSuccess(exit) ? "unused" : "failed")
+          const bill = streamBill(plugin, model, transducer, inputTokens)
+          if (bill === undefined || notStored) {
+            // Nothing reached the client, or nothing it can retrieve of a response meant to be stored: no charge.
+            return yield* ledger.release(accountId, holdId, Exit.isSuccess(exit) && !notStored ? "unused" : "failed")
           }
-          const complete = snapshot.usage !== undefined && snapshot.finished && !snapshot.truncated
-          const usage =
-            complete && snapshot.usage !== undefined
-              ? snapshot.usage
-              : deliveredUsage(transducer, inputTokens, tokens.count)
-          const cost = plugin.pricing.price(usage, model)
           // Delivered: billed now, or retried until the database takes it.
-          yield* ledger.settleDelivered(accountId, holdId, cost, {
-            ...usage,
-            estimated: !complete
-          })
+          yield* ledger.settleDelivered(accountId, holdId, bill.cost, bill.usage)
         }).pipe(
           Effect.catch((error) => Effect.logError("stream release failed", error)),
           Effect.uninterruptible
@@ -122,7 +124,10 @@ export class ChatGateway extends Context.Service<
           input.key,
           client.called(modelId, input.pathStream === true)
         )
-        const converted = client.decode(input.body, { model: modelId, stream: input.pathStream ?? false })
+        const converted =
+          input.request === undefined
+            ? client.decode(input.body, { model: modelId, stream: input.pathStream ?? false })
+            : Result.succeed(input.request)
         if (Result.isFailure(converted)) {
           return yield* new InvalidChatRequest({
             param: converted.failure.param === "" ? null : converted.failure.param,
@@ -176,8 +181,7 @@ export class ChatGateway extends Context.Service<
             })
           }
           const usage = ir.success.usage
-          // The upstream was paid and the answer is here: the client gets it even if the bill has to be retried.
-          yield* hold.settleDelivered(plugin.pricing.price(usage, model), usage)
+          const cost = plugin.pricing.price(usage, model)
           const native = reply.dialect === input.dialect && isRecord(reply.body)
           const body: unknown = native
             ? client.present === undefined
@@ -188,7 +192,18 @@ export class ChatGateway extends Context.Service<
                 responseId: input.responseId
               })
           const presented = isRecord(body) ? client.present?.(body, replyContext) : undefined
-          if (presented?.final !== undefined && input.keep !== undefined) yield* input.keep(presented.final)
+          if (input.stored !== undefined && presented?.final !== undefined) {
+            // Stored before it is delivered, with its bill; not stored, not delivered and not billed.
+            yield* hold.committed
+            yield* commitDelivered(store, input.stored, presented.final, {
+              holdId,
+              accountId: input.key.accountId,
+              cost,
+              usage
+            }).pipe(Effect.tapError(() => hold.abandon("failed")))
+          }
+          // The upstream was paid and the answer is here: the client gets it even if the bill has to be retried.
+          yield* hold.settleDelivered(cost, usage)
           return { _tag: "Json", body: presented === undefined ? body : presented.shown } satisfies ChatResult
         }
 
@@ -210,30 +225,42 @@ export class ChatGateway extends Context.Service<
           clientBody: input.body,
           ...(input.responseId === undefined ? {} : { clientId: input.responseId })
         })
-        // A long stream records what it delivered with its hold's lease: a crash then bills that, not nothing.
-        ledger.reportProgress(
-          holdId,
-          progressOf(transducer, inputTokens, (usage) => plugin.pricing.price(usage, model), tokens.count)
-        )
+        // A long stream records what it delivered with its hold's lease: a crash then bills that, not nothing. Not a
+        // stored one: it is billed only once stored (its bill is committed with it), so a crash before costs nothing.
+        if (input.stored === undefined) {
+          ledger.reportProgress(
+            holdId,
+            progressOf(transducer, inputTokens, (usage) => plugin.pricing.price(usage, model), tokens.count)
+          )
+        }
         const passthrough = reply.dialect === input.dialect
         let settled = false
-        // The stream runs after the handler returned: its settlement notes the charge on the request's own record.
-        const settle = (exit: Exit.Exit<unknown, unknown>) =>
-          settleStream(plugin, model, input.key.accountId, holdId, transducer, inputTokens, exit).pipe(
-            Effect.provideService(CurrentTelemetry, telemetry)
-          )
         /** The whole response as the upstream's own terminal event gave it (same dialect). */
         let nativeFinal: Readonly<Record<string, unknown>> | undefined
-        let kept = false
-        const keepFinal = (text: string): Effect.Effect<string> => {
-          if (input.keep === undefined || kept) return Effect.succeed(text)
-          // The upstream's own terminal object when it sent one; else the transducer's (also what an upstream cut
-          // short leaves: a failed response with what was delivered).
-          const final = (passthrough ? nativeFinal : undefined) ?? transducer.snapshot().final
-          if (final === undefined) return Effect.succeed(text)
-          kept = true
-          return Effect.as(input.keep(final), text)
-        }
+        const storage =
+          input.stored === undefined
+            ? undefined
+            : makeStreamStorage(store, input.stored, transducer, {
+                holdId,
+                accountId: input.key.accountId,
+                // The upstream's own terminal object when it sent one; else the transducer's.
+                final: () => (passthrough ? nativeFinal : undefined) ?? transducer.snapshot().final,
+                bill: () => streamBill(plugin, model, transducer, inputTokens)
+              })
+        // The stream runs after the handler returned: its settlement notes the charge on the request's own record.
+        const settle = (exit: Exit.Exit<unknown, unknown>) =>
+          Effect.suspend(() =>
+            settleStream(
+              plugin,
+              model,
+              input.key.accountId,
+              holdId,
+              transducer,
+              inputTokens,
+              exit,
+              storage?.refused() === true
+            )
+          ).pipe(Effect.provideService(CurrentTelemetry, telemetry))
         const framesOf = (frame: SseFrame): ReadonlyArray<string> => {
           const data = frame.data === "[DONE]" ? "[DONE]" : parseJson(frame.data)
           const converted = transducer.push({ ...(frame.event === undefined ? {} : { event: frame.event }), data })
@@ -287,6 +314,7 @@ export class ChatGateway extends Context.Service<
               Stream.succeed(transducer.fail("api_error", "the upstream stream failed before it finished").join(""))
             )
           ),
+          (stream) => (storage === undefined ? stream : Stream.mapEffect(stream, storage.storeFinal)),
           // A stream that ended whole is billed here, before its response ends, so that what it cost can follow its
           // last frame (src/http says it in trailers); one that did not is billed at its exit, for what was delivered.
           Stream.concat(
@@ -297,14 +325,13 @@ export class ChatGateway extends Context.Service<
               return Stream.fromEffect(Effect.as(settle(Exit.void), ""))
             })
           ),
-          (stream) => (input.keep === undefined ? stream : Stream.mapEffect(stream, keepFinal)),
           Stream.filter((text) => text.length > 0),
           Stream.map((text) => encoder.encode(text)),
           Stream.onExit((exit) =>
             // A stream that completed has read the upstream body to its end: there is nothing left to abort (and an
             // abort would build a DOMException with a stack trace for nothing).
             Effect.sync(() => Exit.isSuccess(exit) || abort.abort()).pipe(
-              Effect.andThen(settled ? Effect.void : settle(exit))
+              Effect.andThen(settled ? Effect.void : Effect.andThen(storage?.storeLeft ?? Effect.void, settle(exit)))
             )
           )
         )

@@ -54,6 +54,21 @@ export const progressOf = (
   }
 }
 
+/** What a stream that ends now is billed: undefined when nothing reached the client (then it costs nothing). */
+export const billOf = (
+  transducer: StreamTransducer,
+  inputTokens: number,
+  price: (usage: Usage) => bigint,
+  count: (text: string) => number
+): { readonly cost: bigint; readonly usage: Usage & { readonly estimated: boolean } } | undefined => {
+  const snapshot = transducer.snapshot()
+  if (!hasDelivered(transducer) && snapshot.usage === undefined) return undefined
+  const complete = snapshot.usage !== undefined && snapshot.finished && !snapshot.truncated
+  const usage =
+    complete && snapshot.usage !== undefined ? snapshot.usage : deliveredUsage(transducer, inputTokens, count)
+  return { cost: price(usage), usage: { ...usage, estimated: !complete } }
+}
+
 export const hasDelivered = (transducer: StreamTransducer): boolean => {
   const { delivered } = transducer.snapshot()
   return delivered.text.length + delivered.thinking.length + delivered.toolArguments.length > 0

@@ -32,12 +32,13 @@ export class RateLimiter extends Context.Service<
   {
     /**
      * Admits a request of `keyId` under its own limits (null figures: the operator's defaults for keys, or no limit
-     * with `defaults: false`, as for deployments and upstreams).
+     * with `defaults: false`, as for deployments and upstreams). `countRequest: false` takes a concurrency slot
+     * without counting a request in the minute (a background response's run, whose request was counted when made).
      */
     readonly admit: (
       keyId: string,
       limits: RateLimits | undefined,
-      options?: { readonly defaults?: boolean }
+      options?: { readonly defaults?: boolean; readonly countRequest?: boolean }
     ) => Effect.Effect<Admission, RateLimited>
     /** Counts a settled call's tokens against its key's current minute. */
     readonly recordTokens: (keyId: string, tokens: number) => Effect.Effect<void>

@@ -10,7 +10,8 @@ import { ResponsesGateway } from "../app/responses/ResponsesGateway.ts"
 import { badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
 import { respondWith } from "./ChatApi.ts"
-import { flagProblem, isCount, readJson } from "./RequestBody.ts"
+import { readJson } from "./RequestBody.ts"
+import { createResponse, MAX_ID_LENGTH } from "./dialects/ResponsesRequestSchema.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
 
 const MAX_ITEMS_LIMIT = 100
@@ -25,42 +26,13 @@ const objectBody = Effect.gen(function* () {
   return body as Record<string, unknown>
 })
 
-/** The fields the gateway reads itself, refused before anything is held; the rest is the converter's to check. */
+/** The request checked against OpenAI's `CreateResponse` fields, refused before anything is held. */
 const shapeProblem = (body: Record<string, unknown>, counting: boolean) => {
-  if (!counting && typeof body.model !== "string")
-    return badRequest("model: Missing required parameter: 'model'.", "model")
+  const found = createResponse(counting)(body, "")
+  if (found !== undefined) return badRequest(found.message, found.param)
   const input = body.input
-  if (input === undefined || input === null) {
-    if (!counting || body.previous_response_id === undefined) {
-      return badRequest("input: Missing required parameter: 'input'.", "input")
-    }
-  } else if (typeof input !== "string" && !Array.isArray(input)) {
-    return badRequest("input: expected a string or an array of input items", "input")
-  }
-  for (const flag of ["stream", "store", "background", "parallel_tool_calls"]) {
-    const problem = flagProblem(body[flag], flag, true)
-    if (problem !== undefined) return problem
-  }
-  const cap = body.max_output_tokens
-  if (cap !== undefined && cap !== null && !isCount(cap, 16)) {
-    return badRequest("max_output_tokens: expected an integer of at least 16", "max_output_tokens")
-  }
-  if (body.include !== undefined && body.include !== null) {
-    if (!Array.isArray(body.include) || body.include.some((i) => typeof i !== "string")) {
-      return badRequest("include: expected an array of strings", "include")
-    }
-  }
-  if (body.metadata !== undefined && body.metadata !== null) {
-    const metadata = body.metadata
-    if (typeof metadata !== "object" || Array.isArray(metadata))
-      return badRequest("metadata: expected an object", "metadata")
-    const entries = Object.entries(metadata)
-    if (entries.length > 16) return badRequest("metadata: at most 16 keys", "metadata")
-    for (const [key, value] of entries) {
-      if (key.length > 64 || typeof value !== "string" || value.length > 512) {
-        return badRequest("metadata: keys of at most 64 characters with string values of at most 512", "metadata")
-      }
-    }
+  if ((input === undefined || input === null) && (!counting || body.previous_response_id === undefined)) {
+    return badRequest("input: Missing required parameter: 'input'.", "input")
   }
   return undefined
 }
@@ -74,7 +46,8 @@ const create = Effect.gen(function* () {
   return yield* respondWith(result)
 })
 
-const idParam = Effect.map(HttpRouter.params, (params) => params.id ?? "")
+/** A path id longer than any the gateway makes is no response of anyone's. */
+const idParam = Effect.map(HttpRouter.params, (params) => (params.id ?? "").slice(0, MAX_ID_LENGTH + 1))
 
 const query = Effect.map(
   HttpServerRequest.HttpServerRequest,
@@ -89,10 +62,19 @@ const includes = (params: URLSearchParams): ReadonlyArray<string> => [
 const retrieve = Effect.gen(function* () {
   const key = yield* authenticate("openai")
   const params = yield* query
-  if (params.get("stream") === "true") {
-    return yield* badRequest("stream: replaying a stored response as a stream is not offered; omit stream", "stream")
+  const id = yield* idParam
+  const gateway = yield* ResponsesGateway
+  const stream = params.get("stream")
+  if (stream !== null && stream !== "true" && stream !== "false") {
+    return yield* badRequest("stream: expected true or false", "stream")
   }
-  return json(yield* (yield* ResponsesGateway).retrieve(key, yield* idParam, includes(params)))
+  if (stream !== "true") return json(yield* gateway.retrieve(key, id, includes(params)))
+  const after = params.get("starting_after")
+  if (after !== null && !/^\d{1,9}$/.test(after)) {
+    return yield* badRequest("starting_after: expected a sequence number (a non-negative integer)", "starting_after")
+  }
+  const frames = yield* gateway.replay(key, id, after === null ? -1 : Number(after), includes(params))
+  return yield* respondWith({ _tag: "Stream", frames })
 })
 
 const remove = Effect.gen(function* () {

@@ -14,6 +14,7 @@ import { checkRequestParameters } from "./InputLimits.ts"
 import type { RateLimited } from "../app/RateLimiter.ts"
 import { CurrentTelemetry, newTelemetry, type RequestTelemetry } from "../app/RequestTelemetry.ts"
 import { RequestMetrics } from "./Metrics.ts"
+import { NOT_STORED_CODE, notStoredMessage, type ResponseNotStored } from "../app/DeliveredTurn.ts"
 
 export class HttpSettings extends Context.Service<HttpSettings, { readonly maxBodyBytes: number }>()(
   "tollgate/http/HttpSettings"
@@ -94,6 +95,19 @@ export const toApiError = (error: unknown): ApiError | undefined => {
       return apiError(404, `Response with id '${(error as { id: string }).id}' not found.`, {
         code: "not_found",
         param: "response_id"
+      })
+    case "ResponseNotStored":
+      // The response was not kept (and is not billed): a client that retries gets a new one.
+      return apiError(503, notStoredMessage((error as ResponseNotStored).reason), { code: NOT_STORED_CODE })
+    case "ConversationNotFound":
+      return apiError(404, `Conversation with id '${(error as { id: string }).id}' not found.`, {
+        code: "not_found",
+        param: "conversation_id"
+      })
+    case "ConversationItemNotFound":
+      return apiError(404, `Item with id '${(error as { itemId: string }).itemId}' not found.`, {
+        code: "not_found",
+        param: "item_id"
       })
     case "ResponseNotCancellable":
       return apiError(400, (error as { message: string }).message, { code: "invalid_request", param: "response_id" })

@@ -7,6 +7,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { routingLayer } from "../support/Routing.ts"
+import * as PgResponseStore from "../../src/adapters/store/PgResponseStore.ts"
 import { Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { AuthenticatedKey } from "../../src/app/Keys.ts"
@@ -97,7 +98,8 @@ for (const { target, storeLayer } of availableStores("ChatGateway")) {
             Layer.provide(Layer.succeed(PluginRegistry, registry)),
             Layer.provide(ChatDialectsLive.layer),
             Layer.provide(TokenCounterLive.layer),
-            Layer.provide(routingLayer())
+            Layer.provide(routingLayer()),
+            Layer.provide(PgResponseStore.layer)
           )
         )
         return Context.get(context, ChatGateway)

@@ -44,7 +44,7 @@ export const layer = (defaults: RateLimits): Layer.Layer<RateLimiter> =>
           if (limits.tpm !== null && window.tokens >= limits.tpm) {
             return yield* new RateLimited({ limit: "tpm", allowed: limits.tpm, retryAfterSeconds })
           }
-          window.requests += 1
+          if (options?.countRequest !== false) window.requests += 1
           window.inFlight += 1
           let released = false
           return {

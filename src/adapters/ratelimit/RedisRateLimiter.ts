@@ -14,7 +14,8 @@ import { effectiveRateLimits, noRateLimits, type RateLimits } from "../../domain
 /** A slot older than this no longer counts against concurrency (its request, or its instance, is gone). */
 const SLOT_TTL_MS = 15 * MINUTE_MS
 
-// KEYS: requests, tokens, slots. ARGV: rpm, tpm, concurrency (0 = none), now, slot id, slot ttl ms.
+// KEYS: requests, tokens, slots. ARGV: rpm, tpm, concurrency (0 = none), now, slot id, slot ttl ms, count the
+// request (1) or take a slot only (0).
 // Returns 0 when admitted, else 1 (rpm), 2 (tpm), 3 (concurrency).
 const ADMIT = `
 local rpm, tpm, conc = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -25,8 +26,10 @@ if conc > 0 then
 end
 if rpm > 0 and tonumber(redis.call('GET', KEYS[1]) or '0') >= rpm then return 1 end
 if tpm > 0 and tonumber(redis.call('GET', KEYS[2]) or '0') >= tpm then return 2 end
-redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], 120000)
+if ARGV[7] == '1' then
+  redis.call('INCR', KEYS[1])
+  redis.call('PEXPIRE', KEYS[1], 120000)
+end
 if conc > 0 then
   redis.call('ZADD', KEYS[3], now, ARGV[5])
   redis.call('PEXPIRE', KEYS[3], ttl)
@@ -75,7 +78,8 @@ export const layer = (url: Redacted.Redacted<string>, defaults: RateLimits): Lay
                 limits.concurrency ?? 0,
                 now,
                 slot,
-                SLOT_TTL_MS
+                SLOT_TTL_MS,
+                options?.countRequest === false ? 0 : 1
               )
             ).pipe(Effect.orElseSucceed(() => 0))
             if (verdict !== 0) {

@@ -43,6 +43,8 @@ export interface ModelConfig {
   readonly pricing: ModelPricing
   /** Output tokens to hold for when a request sets no `max_tokens`. */
   readonly maxOutputTokens: number | undefined
+  /** Input and output tokens the model takes at once, for the Responses API's `truncation: "auto"` (absent: 128,000). */
+  readonly contextWindow?: number | undefined
 }
 
 /** How deployments' health is learned and how far one request may retry (`routing:` in the file). */

@@ -198,7 +198,8 @@ const decodeModels = (
       "deployments",
       "upstreamModel",
       "pricing",
-      "maxOutputTokens"
+      "maxOutputTokens",
+      "contextWindow"
     ])
     if (fields === undefined) return
     const id = input.string(fields.id, `${path}.id`)
@@ -220,8 +221,12 @@ const decodeModels = (
       fields.maxOutputTokens === undefined
         ? undefined
         : input.positiveInt(fields.maxOutputTokens, `${path}.maxOutputTokens`, 0)
+    const contextWindow =
+      fields.contextWindow === undefined
+        ? undefined
+        : input.positiveInt(fields.contextWindow, `${path}.contextWindow`, 0)
     if (id === undefined || plugin === undefined || upstreamModel === undefined || pricing === undefined) return
-    models.push({ id, plugin, ...routes, upstreamModel, pricing, maxOutputTokens })
+    models.push({ id, plugin, ...routes, upstreamModel, pricing, maxOutputTokens, contextWindow })
   })
   return models
 }

@@ -11,3 +11,14 @@ export class ResponseNotCancellable extends Schema.TaggedError<ResponseNotCancel
   id: Schema.String,
   message: Schema.String
 }) {}
+
+/** No such conversation for this account (another account's, or deleted, all alike). */
+export class ConversationNotFound extends Schema.TaggedError<ConversationNotFound>()("ConversationNotFound", {
+  id: Schema.String
+}) {}
+
+/** No such item in the account's conversation. */
+export class ConversationItemNotFound extends Schema.TaggedError<ConversationItemNotFound>()(
+  "ConversationItemNotFound",
+  { id: Schema.String, itemId: Schema.String }
+) {}

@@ -1,28 +1,26 @@
 /**
- * The Responses API around the chat pipeline: a turn's conversation rebuilt from storage (`previous_response_id`,
- * `item_reference`s), the response stored before its last byte leaves (so the client's next turn finds it), stored
- * responses read, listed and deleted by their owner only, background responses run here and cancelled, and expired
- * ones swept. Billing is the chat pipeline's: the same hold, settlement and refunds on every path.
+ * The Responses API around the chat pipeline: a turn built from storage (TurnBuilder.ts), the response stored with its
+ * bill before its final event leaves (the pipeline's storage step, DeliveredTurn.ts), background responses queued as
+ * durable work for any instance's worker (BackgroundWorker.ts) and replayed as streams, stored responses read, listed,
+ * cancelled and deleted by their owner only, and expired ones swept. Billing is the chat pipeline's throughout.
  */
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Schedule, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { ChatGateway, type ChatError, type ChatResult } from "../ChatGateway.ts"
 import { InvalidChatRequest } from "../ChatErrors.ts"
+import type { TurnToStore } from "../DeliveredTurn.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
 import { OperatorConfig } from "../OperatorConfig.ts"
+import { BackgroundResponseStore } from "../ports/BackgroundResponseStore.ts"
 import { ChatDialects } from "../ports/ChatDialects.ts"
+import { ConversationStore } from "../ports/ConversationStore.ts"
 import { type JsonObject, ResponseStore, type StoredResponse } from "../ports/ResponseStore.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
-import {
-  forModel,
-  historyOf,
-  type ItemPage,
-  itemPage,
-  referencedIds,
-  resolveReferences,
-  turnItems
-} from "./Conversation.ts"
+import { itemPage, type ItemPage } from "./Conversation.ts"
+import { BackgroundResponses } from "./BackgroundWorker.ts"
+import { replayStream } from "./ResponseReplay.ts"
 import { ResponseNotCancellable, ResponseNotFound } from "./ResponsesErrors.ts"
+import { makeTurnBuilder } from "./TurnBuilder.ts"
 import { echoedSettings, forClient } from "../../plugins/text/convert/responsesResponse.ts"
 
 const DAY_MS = 86_400_000
@@ -38,28 +36,28 @@ export interface ResponsesInput {
 /** A stored response as a client sees it: encrypted reasoning only when it asks with `include`. */
 const shownTo = (response: JsonObject, include: ReadonlyArray<string>): JsonObject => forClient(response, { include })
 
+const encoder = new TextEncoder()
+
+type Lookup<A> = Effect.Effect<A, ResponseNotFound | StoreUnavailable>
+
 export class ResponsesGateway extends Context.Service<
   ResponsesGateway,
   {
     readonly create: (input: ResponsesInput) => Effect.Effect<ChatResult, ChatError>
-    readonly retrieve: (
+    readonly retrieve: (key: AuthenticatedKey, id: string, include: ReadonlyArray<string>) => Lookup<JsonObject>
+    /** A background response's events after `after` as SSE, then its new ones while it runs. */
+    readonly replay: (
       key: AuthenticatedKey,
       id: string,
+      after: number,
       include: ReadonlyArray<string>
-    ) => Effect.Effect<JsonObject, ResponseNotFound | StoreUnavailable>
-    readonly remove: (
-      key: AuthenticatedKey,
-      id: string
-    ) => Effect.Effect<JsonObject, ResponseNotFound | StoreUnavailable>
+    ) => Effect.Effect<Stream.Stream<Uint8Array>, ResponseNotFound | InvalidChatRequest | StoreUnavailable>
+    readonly remove: (key: AuthenticatedKey, id: string) => Lookup<JsonObject>
     readonly cancel: (
       key: AuthenticatedKey,
       id: string
     ) => Effect.Effect<JsonObject, ResponseNotFound | ResponseNotCancellable | StoreUnavailable>
-    readonly inputItems: (
-      key: AuthenticatedKey,
-      id: string,
-      page: Parameters<typeof itemPage>[1]
-    ) => Effect.Effect<ItemPage, ResponseNotFound | StoreUnavailable>
+    readonly inputItems: (key: AuthenticatedKey, id: string, page: Parameters<typeof itemPage>[1]) => Lookup<ItemPage>
     readonly inputTokens: (
       key: AuthenticatedKey,
       body: JsonObject
@@ -71,12 +69,13 @@ export class ResponsesGateway extends Context.Service<
     Effect.gen(function* () {
       const chat = yield* ChatGateway
       const store = yield* ResponseStore
+      const background = yield* BackgroundResponseStore
+      const worker = yield* BackgroundResponses
+      const conversations = yield* ConversationStore
       const dialects = yield* ChatDialects
       const config = yield* OperatorConfig
       const retentionMs = (config.responses?.retentionDays ?? 30) * DAY_MS
-      /** Background responses running in this instance, to cancel. */
-      const running = new Map<string, Fiber.Fiber<unknown, unknown>>()
-
+      const buildTurn = makeTurnBuilder({ store, conversations, dialect: dialects.responses, config })
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
       // Expired responses go once an hour (and at start); a failed sweep is retried at the next.
@@ -89,101 +88,55 @@ export class ResponsesGateway extends Context.Service<
         Effect.forkScoped
       )
 
-      /** The history `previous_response_id` names, and the turn's input with its references resolved. */
-      const conversation = (key: AuthenticatedKey, body: JsonObject) =>
-        Effect.gen(function* () {
-          const at = yield* now
-          let history: ReadonlyArray<JsonObject> = []
-          const previousId = body.previous_response_id
-          if (previousId !== undefined && previousId !== null) {
-            if (typeof previousId !== "string") {
-              return yield* new InvalidChatRequest({ param: "previous_response_id", message: "expected a string" })
-            }
-            const previous = yield* store.find(key.accountId, previousId, at)
-            if (previous === undefined) {
-              return yield* new InvalidChatRequest({
-                param: "previous_response_id",
-                message: `Previous response with id '${previousId}' not found.`
-              })
-            }
-            if (!TERMINAL.has(previous.status)) {
-              return yield* new InvalidChatRequest({
-                param: "previous_response_id",
-                message: `Previous response with id '${previousId}' is still ${previous.status}; wait until it finishes.`
-              })
-            }
-            history = historyOf(previous.inputItems, previous.response)
-          }
-          const ids = referencedIds(body.input)
-          const found =
-            ids.length === 0 ? new Map<string, JsonObject>() : yield* store.findItems(key.accountId, ids, at)
-          const resolved = resolveReferences(body.input, found)
-          if (resolved.missing !== undefined) {
-            return yield* new InvalidChatRequest({
-              param: `input.${resolved.missing}.id`,
-              message: `Item with id '${ids.find((id) => !found.has(id)) ?? ""}' not found.`
-            })
-          }
-          return { history, turn: turnItems(resolved.input), at }
-        })
-
       const create = Effect.fnUntraced(function* (input: ResponsesInput) {
         const { body, key } = input
-        if (body.conversation !== undefined && body.conversation !== null) {
-          return yield* new InvalidChatRequest({
-            param: "conversation",
-            message: "conversations are not offered by this gateway; chain responses with previous_response_id"
-          })
-        }
         const stored = body.store !== false
-        const background = body.background === true
-        if (background && !stored) {
+        const isBackground = body.background === true
+        if (isBackground && !stored) {
           return yield* new InvalidChatRequest({
             param: "background",
             message: "a background response must be stored (store: true)"
           })
         }
-        if (background && body.stream === true) {
-          return yield* new InvalidChatRequest({
-            param: "stream",
-            message: "background responses are not streamed by this gateway; poll GET /v1/responses/{id} instead"
-          })
-        }
-        const { history, turn, at } = yield* conversation(key, body)
+        const turn = yield* buildTurn(key, body)
         const id = `resp_${randomUUID().replaceAll("-", "")}`
         const model = typeof body.model === "string" ? body.model : ""
-        const modelInput = forModel([...history, ...turn])
-        const expanded: JsonObject = { ...body, input: modelInput }
         const { input: _input, ...settings } = body
-        const record = (response: JsonObject): StoredResponse => ({
+        const row: Omit<StoredResponse, "response" | "status"> = {
           id,
           accountId: key.accountId,
           keyId: key.keyId,
           model,
-          status: typeof response.status === "string" ? response.status : "completed",
           previousResponseId: typeof body.previous_response_id === "string" ? body.previous_response_id : undefined,
-          createdAt: at,
-          expiresAt: new Date(at.getTime() + retentionMs),
+          createdAt: turn.at,
+          expiresAt: new Date(turn.at.getTime() + retentionMs),
           request: settings,
-          inputItems: [...history, ...turn],
-          response
-        })
-        const keep = (response: JsonObject): Effect.Effect<void> =>
-          stored
-            ? store
-                .save(record(response), turn)
-                .pipe(Effect.catch((error) => Effect.logError("a response could not be stored", error)))
-            : Effect.void
-        const call = (over: JsonObject) =>
-          chat.chat({ dialect: "responses", body: over, key, requestId: input.requestId, responseId: id, keep })
-        if (!background) return yield* call(expanded)
+          turnItems: turn.turn,
+          background: isBackground
+        }
+        const conversation =
+          turn.conversationId === undefined
+            ? undefined
+            : { conversationId: turn.conversationId, accountId: key.accountId, items: turn.turn }
+        if (!isBackground) {
+          const toStore: TurnToStore | undefined =
+            stored || conversation !== undefined ? { response: stored ? row : undefined, conversation } : undefined
+          return yield* chat.chat({
+            dialect: "responses",
+            body: turn.body,
+            key,
+            requestId: input.requestId,
+            responseId: id,
+            request: turn.request,
+            ...(toStore === undefined ? {} : { stored: toStore })
+          })
+        }
 
-        // Background: stored as queued, run here, the client polls. Its hold stays until it ends or is cancelled.
-        const createdAt = Math.floor(at.getTime() / 1000)
+        // Background: queued as durable work with its first event; any instance's worker runs it.
         const queued: JsonObject = {
           id,
           object: "response",
-          created_at: createdAt,
+          created_at: Math.floor(turn.at.getTime() / 1000),
           status: "queued",
           error: null,
           incomplete_details: null,
@@ -191,22 +144,26 @@ export class ResponsesGateway extends Context.Service<
           output: [],
           ...echoedSettings(body)
         }
-        yield* store.save(record(queued), turn)
-        const fiber = yield* call({ ...expanded, stream: false }).pipe(
-          Effect.onExit((exit) =>
-            Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)
-              ? Effect.void
-              : keep({
-                  ...queued,
-                  status: "failed",
-                  error: { code: "server_error", message: failureMessage(exit.cause) }
-                })
-          ),
-          Effect.ensuring(Effect.sync(() => running.delete(id))),
-          Effect.forkDetach
-        )
-        running.set(id, fiber)
-        return { _tag: "Json", body: queued } satisfies ChatResult
+        const run = {
+          body: turn.body,
+          key: {
+            keyId: key.keyId,
+            accountId: key.accountId,
+            models: key.models,
+            spendLimit: key.spendLimit === null ? null : String(key.spendLimit),
+            rateLimits: key.rateLimits ?? null
+          },
+          requestId: input.requestId,
+          conversation:
+            conversation === undefined ? null : { conversationId: conversation.conversationId, items: turn.turn }
+        }
+        const first = { type: "response.queued", response: queued, sequence_number: 0 }
+        yield* background.enqueue({ ...row, status: "queued", response: queued }, run, { seq: 0, event: first })
+        yield* worker.wake
+        if (body.stream !== true) return { _tag: "Json", body: shownTo(queued, []) } satisfies ChatResult
+        // Just queued: there is a response to replay.
+        const frames = yield* replay(key, id, -1, []).pipe(Effect.catchTag("ResponseNotFound", Effect.die))
+        return { _tag: "Stream", frames } satisfies ChatResult
       })
 
       const owned = (key: AuthenticatedKey, id: string) =>
@@ -216,10 +173,29 @@ export class ResponsesGateway extends Context.Service<
           return found
         })
 
-      const cancel = (key: AuthenticatedKey, id: string) =>
+      const replay = (key: AuthenticatedKey, id: string, after: number, include: ReadonlyArray<string>) =>
+        Effect.gen(function* () {
+          const first = yield* background.eventsAfter(key.accountId, id, after, yield* now)
+          if (first === undefined) return yield* new ResponseNotFound({ id })
+          if (!first.background) {
+            return yield* new InvalidChatRequest({
+              param: "stream",
+              message: "only a background response can be streamed again; create it with background: true"
+            })
+          }
+          return replayStream(background, key.accountId, id, first, after, {
+            pollMillis: worker.options.replayPollMillis,
+            show: (response) => shownTo(response, include)
+          }).pipe(Stream.map((text) => encoder.encode(text)))
+        })
+
+      const cancel = (
+        key: AuthenticatedKey,
+        id: string
+      ): Effect.Effect<JsonObject, ResponseNotFound | ResponseNotCancellable | StoreUnavailable> =>
         Effect.gen(function* () {
           const found = yield* owned(key, id)
-          if (found.response.background !== true) {
+          if (!found.background) {
             return yield* new ResponseNotCancellable({ id, message: "Only background responses can be cancelled." })
           }
           if (found.status === "cancelled") return shownTo(found.response, [])
@@ -229,39 +205,34 @@ export class ResponsesGateway extends Context.Service<
               message: `Cannot cancel a response with status '${found.status}'.`
             })
           }
-          const fiber = running.get(id)
-          // Interrupting the call aborts the upstream request and releases the whole hold.
-          if (fiber !== undefined) yield* Fiber.interrupt(fiber)
+          // The worker running it (on any instance) stops at its next renewal: the upstream call is aborted and its
+          // whole hold released.
           const cancelled = { ...found.response, status: "cancelled" }
-          yield* store.save({ ...found, status: "cancelled", response: cancelled }, [])
-          return shownTo(cancelled, [])
+          if (yield* background.cancel(key.accountId, id, cancelled)) return shownTo(cancelled, [])
+          return yield* cancel(key, id) // it finished meanwhile: answered as it is now
         })
 
       return ResponsesGateway.of({
         create,
         retrieve: (key, id, include) => Effect.map(owned(key, id), (found) => shownTo(found.response, include)),
+        replay,
         remove: (key, id) =>
           Effect.gen(function* () {
-            const fiber = running.get(id)
             if (!(yield* store.remove(key.accountId, id))) return yield* new ResponseNotFound({ id })
-            if (fiber !== undefined) yield* Fiber.interrupt(fiber)
             return { id, object: "response", deleted: true }
           }),
         cancel,
-        inputItems: (key, id, page) => Effect.map(owned(key, id), (found) => itemPage(found.inputItems, page)),
-        inputTokens: (key, body) =>
+        inputItems: (key, id, page) =>
           Effect.gen(function* () {
-            const { history, turn } = yield* conversation(key, body)
-            return yield* dialects.responses.countInput({ ...body, input: forModel([...history, ...turn]) })
-          })
+            const chain = yield* store.chain(key.accountId, id, yield* now)
+            if (chain === undefined) return yield* new ResponseNotFound({ id })
+            const output = Array.isArray(chain.response.response.output) ? chain.response.response.output.length : 0
+            // Everything its model was given: the chain's items less this response's own output.
+            return itemPage(chain.history.slice(0, chain.history.length - output), page)
+          }),
+        inputTokens: (key, body) =>
+          Effect.flatMap(buildTurn(key, body), (turn) => dialects.responses.countInput(turn.body))
       })
     })
   )
-}
-
-const failureMessage = (cause: Cause.Cause<unknown>): string => {
-  const error = Cause.squash(cause)
-  return typeof error === "object" && error !== null && "message" in error && typeof error.message === "string"
-    ? error.message
-    : "the response failed"
 }

@@ -1,6 +1,6 @@
 /**
- * `/v1/responses` against slow upstreams: a stream the client cuts is billed for what was delivered and leaves no
- * stored response; a background response cancelled while its upstream is still thinking releases its whole hold.
+ * `/v1/responses` against slow upstreams: a stream the client cuts is billed for what was delivered and stored (as
+ * failed) with it, so what is billed can be retrieved; a background response cancelled while its upstream is still thinking releases its whole hold.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -60,7 +60,7 @@ const post = (key: string, body: unknown, signal?: AbortSignal) =>
   })
 
 describe("slow upstreams", () => {
-  it("a stream the client cuts is billed for what was delivered and not stored", async () => {
+  it("a stream the client cuts is billed for what was delivered, and what was delivered is stored", async () => {
     const customer = await admin.customer()
     const controller = new AbortController()
     const response = await post(
@@ -87,7 +87,13 @@ describe("slow upstreams", () => {
     const stored = await fetch(`${gateway.url}/v1/responses/${id}`, {
       headers: { authorization: `Bearer ${customer.key}` }
     })
-    assert.strictEqual(stored.status, 404, "an unfinished response is not stored")
+    assert.strictEqual(stored.status, 200, "what was billed can be retrieved")
+    const body = (await stored.json()) as {
+      status: string
+      output: ReadonlyArray<{ content?: ReadonlyArray<{ text: string }> }>
+    }
+    assert.strictEqual(body.status, "failed")
+    assert.isAbove(body.output[0]?.content?.[0]?.text.length ?? 0, 0, "with the text that was delivered")
   })
 
   for (const model of ["breaking", "breaking-responses"]) {

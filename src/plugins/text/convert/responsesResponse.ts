@@ -76,6 +76,14 @@ const echoedTool = (tool: unknown): unknown =>
     : tool
 
 /** The request's settings as a Response object repeats them (OpenAI's defaults where the client set none). */
+/** The conversation a request names: its id, or the `id` of the object it gives. */
+export const conversationIdOf = (conversation: unknown): string | undefined =>
+  typeof conversation === "string"
+    ? conversation
+    : isRecord(conversation) && typeof conversation.id === "string"
+      ? conversation.id
+      : undefined
+
 export const echoedSettings = (body: JsonRecord): JsonRecord => ({
   instructions: body.instructions ?? null,
   tools: asArray(body.tools).map(echoedTool),
@@ -93,6 +101,9 @@ export const echoedSettings = (body: JsonRecord): JsonRecord => ({
   metadata: isRecord(body.metadata) ? body.metadata : {},
   store: body.store !== false,
   background: body.background === true,
+  ...(conversationIdOf(body.conversation) === undefined
+    ? {}
+    : { conversation: { id: conversationIdOf(body.conversation) } }),
   ...(typeof body.safety_identifier === "string" ? { safety_identifier: body.safety_identifier } : {}),
   ...(typeof body.user === "string" ? { user: body.user } : {})
 })

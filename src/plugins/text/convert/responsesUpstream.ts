@@ -1,6 +1,6 @@
 /**
  * A Responses client's own body on its way to an `openai-responses` upstream. The gateway keeps conversations itself,
- * so the upstream keeps nothing (`store: false`, no `previous_response_id`: the gateway already put the history in
+ * so the upstream keeps nothing (`store: false`, no `previous_response_id` or `conversation`: the gateway already put the history in
  * `input`, no `background`: the gateway runs it) and returns its encrypted reasoning, which the gateway stores for the
  * next turn. Reasoning that OpenAI did not issue (another vendor's turn, or a summary without its content) cannot be
  * verified there and is left out.
@@ -16,7 +16,15 @@ const isOpenAIReasoning = (item: unknown): boolean => {
 }
 
 export const toResponsesUpstream = (body: JsonRecord, upstreamModel: string): Record<string, unknown> => {
-  const { previous_response_id: _previous, background: _background, store: _store, include, input, ...rest } = body
+  const {
+    previous_response_id: _previous,
+    conversation: _conversation,
+    background: _background,
+    store: _store,
+    include,
+    input,
+    ...rest
+  } = body
   const includes = new Set([...asArray(include).filter((i) => typeof i === "string"), "reasoning.encrypted_content"])
   return {
     ...rest,
