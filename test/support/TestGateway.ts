@@ -12,6 +12,7 @@ import { serverLayer, servicesLayer } from "../../src/AppLayer.ts"
 import type { DatabaseOptions } from "../../src/adapters/store/Database.ts"
 import type { LedgerOptions } from "../../src/app/Ledger.ts"
 import type { VideoWorkerOptions } from "../../src/app/VideoTasks.ts"
+import type { BackgroundOptions } from "../../src/app/responses/BackgroundWorker.ts"
 import type { AuthThrottleOptions } from "../../src/http/AuthThrottle.ts"
 import type { TracingOptions } from "../../src/adapters/telemetry/Tracing.ts"
 
@@ -31,6 +32,8 @@ export const startTestGateway = async (
     /** Hosts the guarded fetcher may reach although they are private (loopback test servers). */
     readonly fetchAllowHosts?: ReadonlyArray<string>
     readonly video?: Partial<VideoWorkerOptions>
+    /** Background responses' worker (shorter leases in tests that cut the database). */
+    readonly responses?: Partial<BackgroundOptions>
     /** Where videos are stored; omitted → a temporary directory removed on close. */
     readonly contentDir?: string
     /** Largest transcription upload; omitted → 25 MiB. */
@@ -57,6 +60,7 @@ export const startTestGateway = async (
     imageFetch: { allowHosts: options.fetchAllowHosts ?? [] },
     contentDir,
     video: options.video,
+    responses: options.responses,
     maxAudioBytes: options.maxAudioBytes,
     metricsToken: options.metricsToken === undefined ? undefined : Redacted.make(options.metricsToken),
     redisUrl: options.redisUrl === undefined ? undefined : Redacted.make(options.redisUrl),
