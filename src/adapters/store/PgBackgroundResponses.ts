@@ -82,7 +82,7 @@ export const layer = Layer.effect(
             Effect.gen(function* () {
               const rows = yield* sql<{ id: string }>`
                 UPDATE responses SET status = ${String(response.status)}, response = ${storableJson(response)}::jsonb,
-                  lease_until = NULL
+                  lease_owner = NULL, lease_until = NULL
                 WHERE id = ${id} AND lease_owner = ${owner} AND status = 'in_progress'
                 RETURNING id`
               if (rows.length === 0) return false
@@ -91,6 +91,11 @@ export const layer = Layer.effect(
             })
           )
           .pipe(orUnavailable),
+      release: (owner, id) =>
+        sql`UPDATE responses SET lease_owner = NULL, lease_until = NULL WHERE id = ${id} AND lease_owner = ${owner}`.pipe(
+          Effect.asVoid,
+          orUnavailable
+        ),
       cancel: (accountId, id, response) =>
         sql<{ id: string }>`
           UPDATE responses SET status = 'cancelled', response = ${storableJson(response)}::jsonb, lease_until = NULL
@@ -105,10 +110,13 @@ export const layer = Layer.effect(
           status: string
           response: JsonObject | string
           background: boolean
+          live: boolean
           seq: number | null
           event: JsonObject | string | null
         }>`
-          SELECT r.status, r.background, CASE WHEN r.status IN ('queued', 'in_progress') THEN '{}'::jsonb
+          SELECT r.status, r.background,
+            r.status IN ('queued', 'in_progress') OR (r.lease_owner IS NOT NULL AND r.lease_until > ${now}) AS live,
+            CASE WHEN r.status IN ('queued', 'in_progress') THEN '{}'::jsonb
             ELSE r.response END AS response, e.seq, e.event
           FROM responses r LEFT JOIN response_events e ON e.response_id = r.id AND e.seq > ${after}
           WHERE r.id = ${id} AND r.account_id = ${accountId}::uuid AND r.expires_at > ${now}
@@ -119,6 +127,7 @@ export const layer = Layer.effect(
             return {
               status: first.status,
               background: first.background,
+              live: first.live,
               response: parsed(first.response),
               events: rows.flatMap((row) =>
                 row.seq === null || row.event === null ? [] : [{ seq: row.seq, event: parsed(row.event) }]

@@ -89,7 +89,7 @@ export const layer = Layer.effect(
           // A background run writes only while it still holds the lease of a response still running.
           const rows = yield* sql<{ id: string }>`
             UPDATE responses SET status = ${response.status}, response = ${storableJson(response.response)}::jsonb,
-              hold_id = ${holdId}::uuid, lease_until = NULL
+              hold_id = ${holdId}::uuid
             WHERE id = ${response.id} AND lease_owner = ${owner} AND status = 'in_progress'
             RETURNING id`
           if (rows.length === 0) return yield* new ResponseLeaseLost({ id: response.id })

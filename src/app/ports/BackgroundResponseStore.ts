@@ -46,6 +46,8 @@ export interface EventsAfter {
   readonly status: string
   readonly response: JsonObject
   readonly background: boolean
+  /** Still running, or finished but its worker still writing its last events: more may come. */
+  readonly live: boolean
   readonly events: ReadonlyArray<StoredEvent>
 }
 
@@ -80,6 +82,8 @@ export class BackgroundResponseStore extends Context.Service<
       response: JsonObject,
       last: StoredEvent | undefined
     ) => Effect.Effect<boolean, StoreUnavailable>
+    /** `owner` is done with the response (its last events are written): its lease goes. */
+    readonly release: (owner: string, id: string) => Effect.Effect<void, StoreUnavailable>
     /** Cancels the account's response if it is still queued or running; false when it was not. */
     readonly cancel: (accountId: string, id: string, response: JsonObject) => Effect.Effect<boolean, StoreUnavailable>
     readonly appendEvents: (id: string, events: ReadonlyArray<StoredEvent>) => Effect.Effect<void, StoreUnavailable>

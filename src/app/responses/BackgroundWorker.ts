@@ -162,11 +162,15 @@ export class BackgroundResponses extends Context.Service<
               Effect.catchCause((cause) =>
                 Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logError("a background response failed", cause)
               ),
+              // Its events are all written: the lease goes (a replay then ends), and so does its concurrency slot.
               Effect.ensuring(
-                Effect.andThen(
-                  admitted.success.release,
-                  Effect.sync(() => running.delete(id))
-                )
+                store
+                  .release(owner, id)
+                  .pipe(
+                    Effect.ignore,
+                    Effect.andThen(admitted.success.release),
+                    Effect.andThen(Effect.sync(() => running.delete(id)))
+                  )
               ),
               Effect.forkIn(scope)
             )

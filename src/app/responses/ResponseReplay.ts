@@ -2,8 +2,8 @@
  * `GET /v1/responses/{id}?stream=true&starting_after=N`: a background response's events replayed from storage, as
  * OpenAI resumes a stream: those after N, then, while the response runs (on any instance), each new one as its worker
  * appends it, until its terminal event. A response that finished without its terminal event stored (its worker
- * stopped between the two writes) ends with one made from the stored Response object, so a replay always agrees
- * with `GET`.
+ * stopped between the two writes, and its lease ran out) ends with one made from the stored Response object, so a
+ * replay always agrees with `GET`.
  */
 import { Clock, Effect, Option, Stream } from "effect"
 import type { BackgroundResponseStore, EventsAfter, StoredEvent } from "../ports/BackgroundResponseStore.ts"
@@ -11,7 +11,6 @@ import type { JsonObject } from "../ports/ResponseStore.ts"
 import { sseEvent } from "../../plugins/text/convert/ChatStream.ts"
 
 const TERMINAL_EVENTS = new Set(["response.completed", "response.incomplete", "response.failed"])
-const RUNNING = new Set(["queued", "in_progress"])
 
 /** The SSE text of stored events (each with `event:` set to its type, as the live stream has). */
 export const eventText = (events: ReadonlyArray<StoredEvent>): string =>
@@ -27,7 +26,7 @@ const step = (read: EventsAfter, after: number, show: (response: JsonObject) => 
   })
   const last = events.at(-1)?.seq ?? after
   if (events.some((e) => TERMINAL_EVENTS.has(String(e.event.type)))) return { events, last, done: true }
-  if (RUNNING.has(read.status)) return { events, last, done: false }
+  if (read.live) return { events, last, done: false }
   const type = `response.${read.status}`
   if (!TERMINAL_EVENTS.has(type)) return { events, last, done: true } // cancelled: no terminal event, as at OpenAI
   const closing = { seq: last + 1, event: { type, response: show(read.response), sequence_number: last + 1 } }
