@@ -132,7 +132,8 @@ export const byType =
     if (!isRecord(value)) return problem(path, "an object", value)
     const type = value.type ?? options.fallback
     if (typeof type !== "string") return problem(`${path}.type`, "a string", type)
-    const check = variants[type]
+    // Own keys only: a type of "__proto__" or "constructor" is a type like any other, not a checker.
+    const check = Object.hasOwn(variants, type) ? variants[type] : undefined
     if (check !== undefined) return check(value, path)
     return options.known === true
       ? { param: `${path}.type`, message: `${path}.type: unknown type ${quoted(type)}` }

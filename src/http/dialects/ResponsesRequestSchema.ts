@@ -196,7 +196,7 @@ export const createResponseFields: Readonly<Record<string, Check>> = {
   metadata,
   temperature: nullable(num(0, 2)),
   top_p: nullable(num(0, 1)),
-  top_logprobs: nullable(int(0, 20)),
+  top_logprobs: int(0, 20),
   truncation: nullable(oneOf(["auto", "disabled"])),
   service_tier: nullable(oneOf(["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"])),
   reasoning: nullable(
