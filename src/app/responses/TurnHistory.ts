@@ -1,7 +1,7 @@
 /**
  * `truncation: "auto"`: the oldest items of a conversation dropped until it fits the model's context window, as
- * OpenAI does. System and developer messages stay, and so does the newest item; a function call's output goes with
- * its call (an output without its call is refused by every vendor). Pure: the gateway counts the tokens.
+ * OpenAI does. System and developer messages stay, and so does the newest item (with the call it answers); a function
+ * call's output goes with its call (an output without its call is refused by every vendor). Pure: the gateway counts the tokens.
  */
 import type { JsonObject } from "../ports/ResponseStore.ts"
 
@@ -21,9 +21,12 @@ export const truncateOldest = (
   if (total <= budget) return items
   const dropped = new Set<number>()
   const droppedCalls = new Set<unknown>()
+  // The newest item stays, and so does the call it answers, if it is a call's output.
+  const newest = items.at(-1)
+  const answered = newest?.type === "function_call_output" ? newest.call_id : undefined
   for (let i = 0; i < items.length - 1 && total > budget; i++) {
     const item = items[i] as JsonObject
-    if (isInstruction(item)) continue
+    if (isInstruction(item) || (item.type === "function_call" && item.call_id === answered)) continue
     dropped.add(i)
     total -= tokens[i] ?? 0
     if (item.type === "function_call") droppedCalls.add(item.call_id)
