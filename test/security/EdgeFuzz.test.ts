@@ -427,9 +427,85 @@ const fuzzTable: Record<string, RouteFuzz> = {
         { path: ["previous_response_id"], bad: fc.oneof(nul, lowHalf, fc.integer(), fc.constant("resp_missing")) },
         { path: ["metadata"], bad: fc.oneof(fc.integer(), fc.constant({ k: 1 }), fc.constant([])) },
         { path: ["input", 0], bad: fc.constant({ type: "function_call_output", call_id: "c", output: "x" }) },
-        { path: ["tools", 0], bad: fc.constant({ type: "function", name: "f", strict: "yes" }) }
+        { path: ["tools", 0], bad: fc.constant({ type: "function", name: "f", strict: "yes" }) },
+        { path: ["temperature"], bad: fc.oneof(fc.constant("zzz"), fc.constant(1e308), fc.constant(-1)) },
+        { path: ["top_p"], bad: fc.oneof(fc.constant(1e308), fc.constant("x")) },
+        { path: ["top_logprobs"], bad: fc.oneof(fc.constant(21), fc.constant(1.5)) },
+        { path: ["text"], bad: fc.oneof(fc.constant("str"), fc.constant({ format: { type: "yaml" } })) },
+        { path: ["tools"], bad: fc.oneof(fc.constant("str"), fc.constant([{ name: "f" }])) },
+        { path: ["reasoning"], bad: fc.oneof(fc.constant("str"), fc.constant({ effort: "extreme" })) },
+        { path: ["truncation"], bad: fc.constant("sometimes") },
+        { path: ["service_tier"], bad: fc.constant("gold") },
+        { path: ["conversation"], bad: fc.oneof(fc.integer(), overLong(300), fc.constant("conv_missing")) },
+        { path: ["input", 0, "id"], bad: overLong(3_000) },
+        { path: ["input", 0, "status"], bad: fc.constant("done") }
       ]
     }
+  },
+  "POST /v1/conversations": {
+    envelope: "openai",
+    as: "key",
+    url: () => "/v1/conversations",
+    json: {
+      base: () => ({ items: [{ type: "message", role: "user", content: "hi" }] }),
+      fields: [
+        { path: ["items"], bad: fc.oneof(fc.integer(), fc.constant("x"), fc.constant([1])) },
+        { path: ["items", 0, "id"], bad: fc.oneof(overLong(3_000), fc.integer()) },
+        { path: ["items", 0, "content"], bad: fc.oneof(nul, highHalf, lowHalf, fc.integer()) },
+        { path: ["metadata"], bad: fc.oneof(fc.integer(), fc.constant({ k: 1 }), fc.constant([])) }
+      ]
+    }
+  },
+  "GET /v1/conversations/:id": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/conversations/${p.id}`,
+    params: () => ({ id: "conv_x" })
+  },
+  "POST /v1/conversations/:id": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/conversations/${p.id}`,
+    params: () => ({ id: "conv_x" }),
+    json: {
+      base: () => ({ metadata: { a: "b" } }),
+      fields: [{ path: ["metadata"], bad: fc.oneof(fc.integer(), fc.constant({ k: 1 }), nul) }]
+    }
+  },
+  "DELETE /v1/conversations/:id": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/conversations/${p.id}`,
+    params: () => ({ id: "conv_x" })
+  },
+  "POST /v1/conversations/:id/items": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/conversations/${p.id}/items`,
+    params: () => ({ id: "conv_x" }),
+    json: {
+      base: () => ({ items: [{ type: "message", role: "user", content: "hi" }] }),
+      fields: [{ path: ["items"], bad: fc.oneof(fc.integer(), fc.constant("x"), fc.constant([1])) }]
+    }
+  },
+  "GET /v1/conversations/:id/items": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/conversations/${p.id}/items`,
+    params: () => ({ id: "conv_x" }),
+    query: ["limit", "order", "after"]
+  },
+  "GET /v1/conversations/:id/items/:item_id": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/conversations/${p.id}/items/${p.item_id}`,
+    params: () => ({ id: "conv_x", item_id: "msg_x" })
+  },
+  "DELETE /v1/conversations/:id/items/:item_id": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/conversations/${p.id}/items/${p.item_id}`,
+    params: () => ({ id: "conv_x", item_id: "msg_x" })
   },
   "POST /v1/responses/input_tokens": {
     envelope: "openai",
@@ -448,7 +524,7 @@ const fuzzTable: Record<string, RouteFuzz> = {
     as: "key",
     url: (p) => `/v1/responses/${p.id}`,
     params: () => ({ id: "resp_x" }),
-    query: ["include", "stream"]
+    query: ["include", "stream", "starting_after"]
   },
   "DELETE /v1/responses/:id": {
     envelope: "openai",
