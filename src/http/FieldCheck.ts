@@ -104,26 +104,28 @@ export const arrayOf =
     return undefined
   }
 
+const fieldPath = (path: string, name: string): string => (path === "" ? name : `${path}.${name}`)
+
 /**
  * An object whose listed fields are checked when present (null is a value like any other: wrap in `nullable`) and
  * whose `required` fields must be there. Fields not listed pass as they are.
  */
-export const object =
-  (fields: Readonly<Record<string, Check>>, required: ReadonlyArray<string> = []): Check =>
-  (value, path) => {
+export const object = (fields: Readonly<Record<string, Check>>, required: ReadonlyArray<string> = []): Check => {
+  const entries = Object.entries(fields)
+  return (value, path) => {
     if (!isRecord(value)) return problem(path, "an object", value)
-    const at = (name: string) => (path === "" ? name : `${path}.${name}`)
     for (const name of required) {
-      if (value[name] === undefined) return missing(at(name))
+      if (value[name] === undefined) return missing(fieldPath(path, name))
     }
-    for (const [name, check] of Object.entries(fields)) {
+    for (const [name, check] of entries) {
       const field = value[name]
       if (field === undefined) continue
-      const found = check(field, at(name))
+      const found = check(field, fieldPath(path, name))
       if (found !== undefined) return found
     }
     return undefined
   }
+}
 
 /** An object told apart by its `type` (absent: `fallback`); a type not listed passes any object. */
 export const byType =

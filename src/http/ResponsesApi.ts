@@ -1,5 +1,6 @@
 /**
- * OpenAI's Responses API: `POST /v1/responses` (JSON, SSE, or background), a stored response read, deleted,
+ * OpenAI's Responses API: `POST /v1/responses` (JSON, SSE, or background), a stored response read (a background one's
+ * events replayed with `stream=true`), deleted,
  * cancelled, its input items listed, and a request's input tokens counted. The conversation work is
  * `app/responses/ResponsesGateway.ts`; this module checks what the client sent and writes OpenAI's shapes.
  */

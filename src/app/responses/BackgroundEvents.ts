@@ -5,6 +5,7 @@
 import { Stream } from "effect"
 import type { JsonObject } from "../ports/ResponseStore.ts"
 import type { ChatError } from "../ChatGateway.ts"
+import { parseJsonObject } from "../../plugins/text/convert/json.ts"
 
 /** The events of SSE text written by the gateway (`event:`/`data:` frames; `:` comment lines skipped). */
 export const sseEvents = (frames: Stream.Stream<Uint8Array>): Stream.Stream<JsonObject> => {
@@ -21,8 +22,9 @@ export const sseEvents = (frames: Stream.Stream<Uint8Array>): Stream.Stream<Json
         .map((line) => line.slice(6))
         .join("\n")
       if (data.length === 0) return []
-      const parsed: unknown = JSON.parse(data)
-      return typeof parsed === "object" && parsed !== null ? [parsed as JsonObject] : []
+      // An upstream's own frame passed through may not be JSON: it is not an event to record.
+      const parsed = parseJsonObject(data)
+      return parsed === undefined ? [] : [parsed]
     })
   }
   return frames.pipe(Stream.flatMap((bytes) => Stream.fromIterable(eventsOf(decoder.decode(bytes, { stream: true })))))

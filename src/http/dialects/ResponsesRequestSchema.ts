@@ -108,8 +108,10 @@ export const inputItem = byType(
   { fallback: "message" }
 )
 
+const anyId = object({ id: nullable(id) })
+
 /** Every item of the union may carry an `id`: bounded whatever its type. */
-const boundedItem: Check = (value, path) => inputItem(value, path) ?? object({ id: nullable(id) })(value, path)
+const boundedItem: Check = (value, path) => inputItem(value, path) ?? anyId(value, path)
 
 const functionTool = object(
   {
@@ -122,14 +124,16 @@ const functionTool = object(
 )
 
 /** A tool of any type of OpenAI's `Tool` union, by shape; the ones with rules are checked further. */
+const toolShapes = byType({
+  function: functionTool,
+  custom: object({ name: str({ min: 1, max: 128 }) }, ["name"]),
+  namespace: object({ name: str({ min: 1 }), tools: arrayOf(anyObject) }, ["name"]),
+  mcp: object({ server_label: str() }, ["server_label"]),
+  file_search: object({ vector_store_ids: arrayOf(str()) })
+})
+
 export const tool: Check = (value, path) => {
-  const found = byType({
-    function: functionTool,
-    custom: object({ name: str({ min: 1, max: 128 }) }, ["name"]),
-    namespace: object({ name: str({ min: 1 }), tools: arrayOf(anyObject) }, ["name"]),
-    mcp: object({ server_label: str() }, ["server_label"]),
-    file_search: object({ vector_store_ids: arrayOf(str()) })
-  })(value, path)
+  const found = toolShapes(value, path)
   if (found !== undefined) return found
   return isRecord(value) && value.type === undefined
     ? { param: `${path}.type`, message: `${path}.type: Missing required parameter: '${path}.type'.` }
@@ -219,7 +223,9 @@ export const createResponseFields: Readonly<Record<string, Check>> = {
 }
 
 /** `POST /v1/responses` (`model` required) or `POST /v1/responses/input_tokens` (`model` optional). */
-export const createResponse = (counting: boolean): Check => object(createResponseFields, counting ? [] : ["model"])
+const creating = object(createResponseFields, ["model"])
+const counting = object(createResponseFields)
+export const createResponse = (forCounting: boolean): Check => (forCounting ? counting : creating)
 
 /** `POST /v1/conversations`. */
 export const createConversation: Check = object({ items: nullable(arrayOf(boundedItem, { max: 20 })), metadata })
