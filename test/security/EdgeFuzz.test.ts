@@ -1005,7 +1005,7 @@ describe.each(targets)("edge fuzz on $name", ({ url }) => {
     assert.deepStrictEqual(failures, [])
     assert.isAbove(sent, 800)
     assertBystanderServed(traffic.outcomes)
-  }, 120_000)
+  }, 180_000)
 
   it("refuses the known poisons in concurrent bursts before they reach the ledger, while the other account's chats all succeed", async () => {
     // A full account: any further deposit would overflow its 64-bit total.
