@@ -80,7 +80,8 @@ import { type GuardedFetcherOptions, guardedFetcherLayer } from "./adapters/fetc
 import * as DefaultCatalog from "./adapters/simulator/DefaultCatalog.ts"
 import * as PluginsLayer from "./PluginsLayer.ts"
 import * as PublicApi from "./http/PublicApi.ts"
-import { HttpSettings, unroutableLayer } from "./http/Route.ts"
+import { HttpSettings } from "./http/Route.ts"
+import { unroutableLayer } from "./http/Unroutable.ts"
 import { AuthThrottle, type AuthThrottleOptions, defaultAuthThrottleOptions } from "./http/AuthThrottle.ts"
 
 export interface AppOptions {

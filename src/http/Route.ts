@@ -3,11 +3,11 @@
  * the store's — rendered as an ApiError in the envelope of the protocol that was called. Defects become a 500 in
  * that envelope with the request id, logged with their cause; nothing internal is echoed to the client.
  */
-import { Clock, Context, Effect, Layer, Result, Stream } from "effect"
-import { HttpBody, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Clock, Context, Effect, Layer, Stream } from "effect"
+import { HttpBody, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { formatMicros, type Micros } from "../domain/Money.ts"
-import { type ApiError, apiError, badRequest, type Dialect, dialectOf, errorResponse, notFound } from "./ApiError.ts"
+import { type ApiError, apiError, type Dialect, dialectOf, errorResponse } from "./ApiError.ts"
 import type { UpstreamFailed } from "../app/ChatErrors.ts"
 import { statusOfFailure } from "./FailureStatus.ts"
 import { checkRequestParameters } from "./InputLimits.ts"
@@ -321,29 +321,6 @@ export const route = <E, R>(
       String(path)
     )
   )
-
-/**
- * A request the router cannot match because its path does not decode (`%ED%A0%80`, the bytes of a lone surrogate,
- * or `%FF`) gets a 400 in the envelope of the protocol called instead of the platform's empty 404; any other
- * unmatched request the same 404 as an unknown path.
- */
-export const unroutableLayer = HttpRouter.middleware(
-  (httpEffect) =>
-    // Every other failure goes on as it was: only the router's "no route" is answered here.
-    Effect.catch(httpEffect, (error) =>
-      HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
-        ? respond(unroutable)
-        : Effect.fail(error)
-    ),
-  { global: true }
-)
-
-const unroutable = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-  const path = new URL(request.url, "http://x").pathname
-  return Result.isFailure(Result.try(() => decodeURI(path)))
-    ? Effect.fail(badRequest(`the path ${path} is not valid percent-encoded UTF-8`, "path", "invalid_parameter"))
-    : Effect.fail(notFound(`unknown path ${request.method} ${path}`, "unknown_path"))
-})
 
 export const json = (body: unknown, status = 200) => HttpServerResponse.jsonUnsafe(body, { status })
 

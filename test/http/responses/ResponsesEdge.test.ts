@@ -117,7 +117,8 @@ describe("every field typed at the edge", () => {
       { type: "mcp", server_label: "x" }
     ]) {
       const response = await post(customer.key, { model: "quick", input: "hi", tools: [tool] })
-      assert.notStrictEqual(response.json().error && (response.json().error as Json).param, "tools.0.type")
+      // Refused, if at all, by the converter for this model's upstream (its own code), never by the edge's shape check.
+      if (response.status !== 200) assert.strictEqual((response.json().error as Json).code, "unsupported_parameter")
     }
   })
 })
