@@ -51,7 +51,9 @@ const services = (contentDir = join(dir, `content-${randomUUID()}`), config = co
     contentDir,
     video: { enabled: false },
     // Tests here jump the clock by days: the ledger's hold sweep (a query every 15 s by default) is not under test.
-    ledger: { sweepIntervalMillis: 3_600_000 }
+    ledger: { sweepIntervalMillis: 3_600_000 },
+    // Nor is the background-responses worker, whose idle claim round (a query every 500 ms) would run a million times.
+    responses: { pollMillis: 3_600_000, renewMillis: 3_600_000 }
   })
 
 const request = (prompt: string): VideoRequest => ({

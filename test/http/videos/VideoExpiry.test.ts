@@ -41,7 +41,9 @@ const services = () =>
     contentDir: join(dir, `content-${randomUUID()}`),
     video: { enabled: false },
     // The clock jumps a week: the ledger's hold sweep (every 15 s by default, a query each) is not under test here.
-    ledger: { sweepIntervalMillis: 3_600_000 }
+    ledger: { sweepIntervalMillis: 3_600_000 },
+    // Nor is the background-responses worker, whose idle claim round (a query every 500 ms) would run a million times.
+    responses: { pollMillis: 3_600_000, renewMillis: 3_600_000 }
   })
 
 const realSleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
