@@ -1,13 +1,50 @@
 import { defineConfig } from "vitest/config"
 
+/**
+ * Files whose checks are about time or the whole machine (a health answer within 100 ms beside a 30 MB prompt,
+ * `kill -9` of a child gateway and its restart, a database restart, CPU per request, the coding agents' CLIs): they
+ * run last, one at a time, with the machine to themselves. Everything else runs two files at a time — on a 2-core
+ * machine vitest's default is one (cores − 1), which left the second core to Postgres alone and CI at 26 minutes.
+ */
+const alone = [
+  "test/http/chat/LargePrompt.test.ts",
+  "test/faults/ProcessKill.test.ts",
+  "test/faults/ResponsesKill.test.ts",
+  "test/faults/PostgresRestart.test.ts",
+  "test/bench/**/*.test.ts",
+  "test/agents/**/*.test.ts"
+]
+const everything = ["test/**/*.test.ts", "examples/**/*.test.ts"]
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "examples/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
     // Every file: no API key or admin token in any log line or error response (test/support/SecretWatch.ts).
     setupFiles: ["test/support/SecretWatch.ts"],
-    reporters: ["default"]
+    reporters: ["default"],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "together",
+          include: everything,
+          exclude: [...alone, "**/node_modules/**"],
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 }
+        }
+      },
+      {
+        extends: true,
+        test: {
+          name: "alone",
+          include: alone,
+          exclude: ["**/node_modules/**"],
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 }
+        }
+      }
+    ]
   }
 })
