@@ -255,6 +255,19 @@ export const routesLayer = Layer.mergeAll(
   unroutableLayer
 )
 
+/**
+ * Idle keep-alive connections stay open 65 s, past the 60 s idle timeout of common load balancers and SDK agents:
+ * with Node's default of 5 s a client that reuses a connection just as the server closes it gets ECONNRESET on a
+ * request the gateway never read.
+ */
+const KEEP_ALIVE_MILLIS = 65_000
+const makeServer = () => {
+  const server = createServer()
+  server.keepAliveTimeout = KEEP_ALIVE_MILLIS
+  server.headersTimeout = KEEP_ALIVE_MILLIS + 1_000
+  return server
+}
+
 /** The HTTP server on `host:port` (port 0 = ephemeral) serving every route over `services`. */
 export const serverLayer = <E, R>(
   services: Layer.Layer<R, E>,
@@ -263,7 +276,7 @@ export const serverLayer = <E, R>(
 ) => {
   const server = HttpRouter.serve(routesLayer, { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provide(services),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: listen.port, host: listen.host }))
+    Layer.provideMerge(NodeHttpServer.layer(makeServer, { port: listen.port, host: listen.host }))
   )
   // Without an OTLP endpoint nobody reads spans: `traced` steps then make none (see app/Traced.ts).
   return tracing === undefined

@@ -1,4 +1,5 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Agent, request } from "node:http"
 import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
 
 let gateway: TestGateway
@@ -34,6 +35,20 @@ describe("public API", () => {
     assert.include(await got.json(), { object: "tollgate", status: "ok" })
     assert.strictEqual((await fetch(`${gateway.url}/healthz`, { method: "HEAD" })).status, 200)
     assert.strictEqual((await fetch(`${gateway.url}/no/such/path`, { method: "HEAD" })).status, 404)
+  })
+
+  it("keeps an idle connection open 65 s, past the 60 s of load balancers and SDK agents (Node's default is 5 s)", async () => {
+    const agent = new Agent({ keepAlive: true })
+    const header = await new Promise<string | undefined>((resolve, reject) => {
+      request(`${gateway.url}/healthz`, { agent }, (response) => {
+        response.resume()
+        resolve(response.headers["keep-alive"])
+      })
+        .on("error", reject)
+        .end()
+    })
+    agent.destroy()
+    assert.strictEqual(header, "timeout=65")
   })
 
   it("retrieves one model, and answers an unknown one with 404 model_not_found", async () => {
