@@ -42,7 +42,7 @@ describe("public API", () => {
     const header = await new Promise<string | undefined>((resolve, reject) => {
       request(`${gateway.url}/healthz`, { agent }, (response) => {
         response.resume()
-        resolve(response.headers["keep-alive"])
+        resolve(response.headers["keep-alive"]?.toString())
       })
         .on("error", reject)
         .end()
