@@ -7,166 +7,17 @@ import { Clock, Context, Effect, Layer, Stream } from "effect"
 import { HttpBody, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { formatMicros, type Micros } from "../domain/Money.ts"
-import { type ApiError, apiError, type Dialect, dialectOf, errorResponse } from "./ApiError.ts"
-import type { UpstreamFailed } from "../app/ChatErrors.ts"
-import { statusOfFailure } from "./FailureStatus.ts"
+import { apiError, type Dialect, dialectOf, errorResponse } from "./ApiError.ts"
+import { toApiError } from "./ErrorRules.ts"
 import { checkRequestParameters } from "./InputLimits.ts"
-import type { RateLimited } from "../app/RateLimiter.ts"
 import { CurrentTelemetry, newTelemetry, type RequestTelemetry } from "../app/RequestTelemetry.ts"
 import { RequestMetrics } from "./Metrics.ts"
-import { NOT_STORED_CODE, notStoredMessage, type ResponseNotStored } from "../app/DeliveredTurn.ts"
 
 export class HttpSettings extends Context.Service<HttpSettings, { readonly maxBodyBytes: number }>()(
   "tollgate/http/HttpSettings"
 ) {}
 
 export class RequestId extends Context.Service<RequestId, string>()("tollgate/http/RequestId") {}
-
-/** Maps a failure to the error the client sees. Unknown tags are defects (bugs), handled by the caller. */
-export const toApiError = (error: unknown): ApiError | undefined => {
-  const tagged = error as { _tag?: string; reason?: string; message?: string }
-  switch (tagged._tag) {
-    case "ApiError":
-      return error as ApiError
-    case "RateLimited": {
-      const limited = error as RateLimited
-      return apiError(429, limited.message, {
-        type: "rate_limit_error",
-        code: "rate_limit_exceeded",
-        headers: { "retry-after": String(limited.retryAfterSeconds) }
-      })
-    }
-    case "StoreUnavailable":
-      return apiError(503, "the ledger store is unavailable right now; nothing was charged, retry shortly", {
-        code: "store_unavailable"
-      })
-    case "StoreRefused":
-      // The edge checks what reaches storage; a value that still slipped through fails this request alone.
-      return apiError(
-        400,
-        `the request carries a value the ledger cannot store (database error ${(error as { sqlState: string }).sqlState}); nothing was charged`,
-        { code: "unstorable_value" }
-      )
-    case "IdempotencyConflict":
-      return apiError(409, "this Idempotency-Key was already used with a different request body", {
-        code: "idempotency_key_reused"
-      })
-    case "ModelNotFound": {
-      const model = (error as { model: string }).model
-      return apiError(404, `The model \`${model}\` does not exist or you do not have access to it.`, {
-        code: "model_not_found",
-        param: "model"
-      })
-    }
-    case "ModelNotAllowed":
-      return apiError(403, `this API key is not allowed to use the model '${(error as { model: string }).model}'`, {
-        type: "permission_error",
-        code: "model_not_allowed",
-        param: "model"
-      })
-    case "InvalidChatRequest": {
-      const invalid = error as { param: string | null; message: string }
-      return apiError(400, invalid.param === null ? invalid.message : `${invalid.param}: ${invalid.message}`, {
-        param: invalid.param,
-        code: "invalid_request"
-      })
-    }
-    case "UpstreamFailed": {
-      const failed = error as UpstreamFailed
-      const status = statusOfFailure(failed.reason)
-      // Who refused is said by the code: the gateway's own checks never pass for the upstream's.
-      const fallback =
-        status === 429
-          ? "rate_limit_exceeded"
-          : status >= 500
-            ? "upstream_error"
-            : failed.origin === "gateway"
-              ? "invalid_request"
-              : "upstream_rejected"
-      return apiError(status, failed.message, {
-        code: failed.code ?? fallback,
-        param: failed.param ?? null,
-        ...(failed.retryAfterSeconds === undefined
-          ? {}
-          : { headers: { "retry-after": String(failed.retryAfterSeconds) } })
-      })
-    }
-    case "ResponseNotFound":
-      return apiError(404, `Response with id '${(error as { id: string }).id}' not found.`, {
-        code: "not_found",
-        param: "response_id"
-      })
-    case "ResponseNotStored":
-      // The response was not kept (and is not billed): a client that retries gets a new one.
-      return apiError(503, notStoredMessage((error as ResponseNotStored).reason), { code: NOT_STORED_CODE })
-    case "ConversationNotFound":
-      return apiError(404, `Conversation with id '${(error as { id: string }).id}' not found.`, {
-        code: "not_found",
-        param: "conversation_id"
-      })
-    case "ConversationItemNotFound":
-      return apiError(404, `Item with id '${(error as { itemId: string }).itemId}' not found.`, {
-        code: "not_found",
-        param: "item_id"
-      })
-    case "ResponseNotCancellable":
-      return apiError(400, (error as { message: string }).message, { code: "invalid_request", param: "response_id" })
-    case "VideoNotFound":
-      return apiError(404, `No video found with id '${(error as { id: string }).id}'.`, {
-        code: "video_not_found",
-        param: "id"
-      })
-    case "VideoNotReady": {
-      const { id, status } = error as { id: string; status: string }
-      return apiError(
-        409,
-        status === "failed"
-          ? `Video '${id}' failed and has no content; see its error with GET /v1/videos/${id}.`
-          : `Video '${id}' is ${status}; its content can be downloaded once its status is completed.`,
-        { code: "video_not_ready" }
-      )
-    }
-    case "VideoExpired":
-      return apiError(410, `The content of video '${(error as { id: string }).id}' has expired and was deleted.`, {
-        code: "video_expired"
-      })
-    case "ContentStoreError":
-      return apiError(503, "the content store is unavailable right now; retry shortly", { code: "storage_unavailable" })
-    case "KeyNotFound":
-      return apiError(404, "no such API key", { code: "key_not_found" })
-    case "KeyRejected": {
-      const messages: Record<string, string> = {
-        missing: "You didn't provide an API key. Send it as 'Authorization: Bearer sk-…'.",
-        malformed: "The API key is malformed: Tollgate keys look like 'sk-' followed by 43 letters and digits.",
-        unknown: "Incorrect API key provided.",
-        revoked: "This API key has been revoked.",
-        expired: "This API key has expired."
-      }
-      return apiError(401, messages[tagged.reason ?? "unknown"] ?? "Incorrect API key provided.", {
-        code: tagged.reason === "missing" ? null : "invalid_api_key"
-      })
-    }
-    case "LedgerRejected": {
-      switch (tagged.reason) {
-        case "AccountNotFound":
-          return apiError(404, tagged.message ?? "no such account", { code: "account_not_found" })
-        case "InsufficientBalance":
-        case "SpendLimitExceeded":
-          return apiError(402, `You exceeded your current quota: ${tagged.message}`, {
-            type: "insufficient_quota",
-            code: "insufficient_quota",
-            headers: { "x-should-retry": "false" }
-          })
-        case "InvalidAmount":
-          return apiError(400, tagged.message ?? "invalid amount", { code: "invalid_amount" })
-        default:
-          return apiError(409, tagged.message ?? "conflict", { code: "conflict" })
-      }
-    }
-    default:
-      return undefined
-  }
-}
 
 export type Handler<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
