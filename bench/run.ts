@@ -3,6 +3,8 @@ const suites: Record<string, string> = { ledger: "./ledger.ts", latency: "./late
 suites.faults = "./faults.ts" // issue 15: poisoned batches and kill -9 (money under faults)
 suites.suite = "./suite/main.ts" // issue 10: floor vs gateway on Postgres and embedded (bench/README.md)
 suites.memory = "./memory.ts" // issue 20: RSS at rest, part by part, on both stores
+suites.ladder = "./ladder/main.ts" // issue 29: floor → Effect server → in-memory ledger → Postgres → PGlite
+suites.idle = "./idle.ts" // issue 29: idle CPU, Postgres CPU and transactions per second (and a CPU profile)
 const suite = process.argv[2] ?? "ledger"
 const module = suites[suite]
 if (module === undefined) {

@@ -1,10 +1,11 @@
 /**
  * The composition root's building blocks: which adapters back which services, and the HTTP server over them.
- * `main.ts` reads the configuration and launches; tests build the same graph on an ephemeral port.
+ * `Launch.ts` reads the configuration and launches; tests build the same graph on an ephemeral port.
  */
 import { NodeHttpServer, NodeServices } from "@effect/platform-node"
 import { Effect, Layer, Option, type Redacted, References } from "effect"
 import { HttpRouter } from "effect/http"
+import type { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
 import * as Database from "./adapters/store/Database.ts"
 import * as PgAccounts from "./adapters/store/PgAccounts.ts"
@@ -40,7 +41,8 @@ import * as AudioApi from "./http/AudioApi.ts"
 import { defaultVideoWorkerOptions, VideoTasks, type VideoWorkerOptions } from "./app/VideoTasks.ts"
 import * as FileContentStore from "./adapters/content/FileContentStore.ts"
 import * as VideosApi from "./http/VideosApi.ts"
-import { defaultLedgerOptions, type LedgerOptions } from "./app/Ledger.ts"
+import { defaultLedgerOptions, Ledger, type LedgerOptions } from "./app/Ledger.ts"
+import type { LedgerWriter } from "./app/ports/LedgerWriter.ts"
 import * as PgLedgerWriter from "./adapters/store/PgLedgerWriter.ts"
 import { SettlementJournal } from "./app/SettlementJournal.ts"
 import * as FileSettlementJournal from "./adapters/journal/FileSettlementJournal.ts"
@@ -115,6 +117,15 @@ export interface AppOptions {
    * kept in memory, retried through outages but not across a restart.
    */
   readonly journalDir?: string | undefined
+  /**
+   * Wraps the ledger's writer on the store (benchmarks only: bench/ladder swaps in an in-memory one to measure what a
+   * request costs around the store); undefined → the store's writer as it is.
+   */
+  readonly ledgerWriter?:
+    | ((
+        store: Layer.Layer<LedgerWriter, never, SqlClient.SqlClient>
+      ) => Layer.Layer<LedgerWriter, never, SqlClient.SqlClient>)
+    | undefined
 }
 
 const operatorConfigLayer = (
@@ -138,14 +149,16 @@ export const servicesLayer = (options: AppOptions) => {
   const journal =
     options.journalDir === undefined ? SettlementJournal.inMemory : FileSettlementJournal.layer(options.journalDir)
   const ledger = Layer.unwrap(
-    Effect.map(OperatorConfig, (operator) =>
-      PgLedgerWriter.layerWith({
+    Effect.map(OperatorConfig, (operator) => {
+      const ledgerOptions = {
         ...defaultLedgerOptions,
         shards,
         holdTtlSeconds: operator.ledger.holdTtlSeconds,
         ...options.ledger
-      })
-    )
+      }
+      const writer = PgLedgerWriter.layer(ledgerOptions)
+      return Ledger.layerWith(ledgerOptions).pipe(Layer.provide(options.ledgerWriter?.(writer) ?? writer))
+    })
   ).pipe(Layer.provide(journal))
   // Several instances share rate limits through Redis; one instance keeps them in process.
   const rateLimiter = Layer.unwrap(

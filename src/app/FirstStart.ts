@@ -1,7 +1,7 @@
 /**
  * The embedded store's first start: an admin token generated and kept in `<data dir>/admin-token` (mode 0600), and a
  * `demo` account with 10.00 and one key, so a newcomer can call the API at once. Both are shown once, in a banner
- * written straight to the terminal by main.ts, never through the logger; without a terminal, to `first-start.txt`
+ * written straight to the terminal by Launch.ts, never through the logger; without a terminal, to `first-start.txt`
  * beside the admin token (mode 0600).
  */
 import { Effect } from "effect"
