@@ -11,6 +11,7 @@ import * as Database from "./adapters/store/Database.ts"
 import * as PgAccounts from "./adapters/store/PgAccounts.ts"
 import * as PgEventStore from "./adapters/store/PgEventStore.ts"
 import * as PgKeys from "./adapters/store/PgKeys.ts"
+import { StoreNotifications } from "./adapters/store/StoreNotifications.ts"
 import * as PgReplay from "./adapters/store/PgReplay.ts"
 import * as ProjectionVersions from "./adapters/store/ProjectionVersions.ts"
 import * as PgStatements from "./adapters/store/PgStatements.ts"
@@ -175,7 +176,10 @@ export const servicesLayer = (options: AppOptions) => {
   // alert webhooks.
   const guarded = guardedFetcherLayer(options.imageFetch ?? {})
   // Alerts: queued in the Postgres outbox where they are noticed, delivered by this instance's worker.
-  const alerts = Alerts.layer.pipe(Layer.provideMerge(PgAlertStore.layer), Layer.provide(config))
+  const alerts = Alerts.layer.pipe(
+    Layer.provideMerge(PgAlertStore.layer.pipe(Layer.provide(StoreNotifications.layer))),
+    Layer.provide(config)
+  )
   const alertDelivery = AlertDelivery.layerWith().pipe(Layer.provide(Layer.merge(alerts, guarded)))
   const deployments = Deployments.layer.pipe(
     Layer.provide(Layer.mergeAll(deploymentStates, rateLimiter, config, alerts))
@@ -198,7 +202,8 @@ export const servicesLayer = (options: AppOptions) => {
     alerts,
     alertDelivery,
     PgAccounts.layer,
-    PgKeys.layer,
+    // Keys and alert endpoints are cached until another instance's change is heard (StoreNotifications).
+    PgKeys.layer.pipe(Layer.provide(StoreNotifications.layer)),
     PgReplay.layer,
     // Rebuilds, once, any projection whose code version moved past the stored one (before the server serves).
     ProjectionVersions.layer(),

@@ -3,7 +3,7 @@
  * with `FOR UPDATE SKIP LOCKED`, so instances sharing the database never send the same row at once, and a lease that
  * outlives its worker (a crash mid-send) expires and the row is due again.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import {
@@ -14,6 +14,7 @@ import {
   type DeliveryStatus
 } from "../../app/ports/AlertStore.ts"
 import { orUnavailable } from "./PgEventStore.ts"
+import { notifyChange, StoreNotifications } from "./StoreNotifications.ts"
 
 interface EndpointRow {
   readonly id: string
@@ -77,12 +78,31 @@ export const layer = Layer.effect(
   AlertStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const notifications = Option.getOrUndefined(yield* Effect.serviceOption(StoreNotifications))
+    // Every instance forgets the account's endpoints when the change commits.
+    const changed = (accountId: string | null) =>
+      accountId === null ? Effect.void : Effect.asVoid(notifyChange(sql, "alert_endpoints", accountId))
     return AlertStore.of({
+      changes:
+        notifications === undefined
+          ? undefined
+          : {
+              complete: notifications.complete,
+              subscribe: (listener) => notifications.subscribe("alert_endpoints", listener)
+            },
       addEndpoint: (endpoint) =>
-        sql`INSERT INTO alert_endpoints (id, account_id, url, events, secret, balance_below, created_at)
-          VALUES (${endpoint.id}, ${endpoint.accountId}, ${endpoint.url}, ${endpoint.events as Array<string>}::text[],
-            ${endpoint.secret}, ${endpoint.balanceBelow === null ? null : endpoint.balanceBelow.toString()},
-            ${endpoint.createdAt ?? new Date()})`.pipe(Effect.asVoid, orUnavailable),
+        sql
+          .withTransaction(
+            Effect.andThen(
+              sql`INSERT INTO alert_endpoints (id, account_id, url, events, secret, balance_below, created_at)
+                VALUES (${endpoint.id}, ${endpoint.accountId}, ${endpoint.url},
+                  ${endpoint.events as Array<string>}::text[], ${endpoint.secret},
+                  ${endpoint.balanceBelow === null ? null : endpoint.balanceBelow.toString()},
+                  ${endpoint.createdAt ?? new Date()})`,
+              changed(endpoint.accountId)
+            )
+          )
+          .pipe(Effect.asVoid, orUnavailable),
       endpointsOf: (accountId) =>
         sql<EndpointRow>`SELECT id, account_id, url, events, secret, balance_below::text AS balance_below, created_at
           FROM alert_endpoints WHERE account_id = ${accountId} ORDER BY created_at, id`.pipe(
@@ -90,10 +110,17 @@ export const layer = Layer.effect(
           orUnavailable
         ),
       removeEndpoint: (id) =>
-        sql<{ id: string }>`DELETE FROM alert_endpoints WHERE id = ${id} RETURNING id`.pipe(
-          Effect.map((rows) => rows.length > 0),
-          orUnavailable
-        ),
+        sql
+          .withTransaction(
+            Effect.tap(
+              sql<{ account_id: string | null }>`DELETE FROM alert_endpoints WHERE id = ${id} RETURNING account_id`,
+              (rows) => Effect.forEach(rows, (row) => changed(row.account_id), { discard: true })
+            )
+          )
+          .pipe(
+            Effect.map((rows) => rows.length > 0),
+            orUnavailable
+          ),
       enqueue: (event, endpoints, now) =>
         endpoints.length === 0
           ? Effect.succeed(0)

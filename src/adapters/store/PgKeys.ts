@@ -4,7 +4,7 @@
  * then compared in constant time.
  */
 import { noRateLimits } from "../../domain/keys/RateLimits.ts"
-import { Clock, Effect, Layer } from "effect"
+import { Clock, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
 import { type CreateKeyInput, KeyNotFound, KeyRejected, Keys, type KeyView } from "../../app/Keys.ts"
@@ -18,7 +18,8 @@ import {
   type KeyCreated
 } from "../../domain/keys/ApiKey.ts"
 import { formatMicros } from "../../domain/Money.ts"
-import { makeKeyCache } from "./KeyCache.ts"
+import { DEFAULT_KEY_CACHE_TTL_MS, HEARD_KEY_CACHE_TTL_MS, makeKeyCache } from "./KeyCache.ts"
+import { notifyChange, StoreNotifications } from "./StoreNotifications.ts"
 import { orUnavailable } from "./PgEventStore.ts"
 import { appendMany } from "./EventAppends.ts"
 import { traced } from "../../app/Traced.ts"
@@ -72,8 +73,13 @@ export const layer = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const lastUsedWrites = new Map<string, number>()
-    // Accepted keys for a second: no query per request on a busy key; a revocation here forgets the key at once.
-    const keyCache = makeKeyCache()
+    // Accepted keys are remembered: no query per request on a busy key. A revocation here or heard from another
+    // instance forgets the key at once; while revocations cannot be heard, nothing is trusted for more than a second.
+    const notifications = Option.getOrUndefined(yield* Effect.serviceOption(StoreNotifications))
+    const keyCache = makeKeyCache(() =>
+      notifications?.complete() === true ? HEARD_KEY_CACHE_TTL_MS : DEFAULT_KEY_CACHE_TTL_MS
+    )
+    notifications?.subscribe("key", (keyId) => (keyId === undefined ? keyCache.forgetAll() : keyCache.forget(keyId)))
 
     const accountExists = (accountId: string) =>
       Effect.gen(function* () {
@@ -194,6 +200,8 @@ export const layer = Layer.effect(
               now
             )
             yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
+            // Every instance forgets the key when this commits.
+            yield* notifyChange(sql, "key", keyId)
             return { ...current, revoked_at: now }
           })
         )
@@ -213,6 +221,7 @@ export const layer = Layer.effect(
       const remembered = keyCache.get(digest, now)
       if (remembered === "expired") return yield* new KeyRejected({ reason: "expired" })
       if (remembered !== undefined) return remembered
+      const since = keyCache.generation()
       const rows = yield* sql<{
         id: string
         account_id: string
@@ -249,7 +258,7 @@ export const layer = Layer.effect(
         spendLimit: row.spend_limit,
         rateLimits: { rpm: row.rpm, tpm: row.tpm, concurrency: row.concurrency }
       }
-      return keyCache.remember(digest, key, row.expires_at === null ? null : row.expires_at.getTime(), now)
+      return keyCache.remember(digest, key, row.expires_at === null ? null : row.expires_at.getTime(), now, since)
     }, traced("Keys.authenticate"))
 
     return Keys.of({ create, list, revoke, authenticate })

@@ -37,8 +37,13 @@ export interface NewEndpoint {
 /** An endpoint as the admin API shows it: never its secret. */
 export type EndpointView = Omit<AlertEndpoint, "secret">
 
-/** How long an account's endpoints are trusted from memory before they are read again. */
+/**
+ * How long an account's endpoints are trusted from memory before they are read again: while the store tells of every
+ * change as it commits (`AlertStore.changes`), only as a backstop for a listening connection that died silently;
+ * otherwise briefly, which bounds how late another instance's change is seen here.
+ */
 const ENDPOINT_CACHE_MS = 5_000
+const HEARD_ENDPOINT_CACHE_MS = 60_000
 /** Events this process already queued, so a balance seen low on every call is not queued again each time. */
 const MAX_REMEMBERED = 50_000
 
@@ -95,13 +100,23 @@ export class Alerts extends Context.Service<
         return Effect.sync(() => clearTimeout(timer))
       })
 
+      // Bumped by every forgetting: a read that began before one is not kept (it may predate the change).
+      let generation = 0
+      const forget = (accountId: string | undefined) => {
+        generation++
+        if (accountId === undefined) cache.clear()
+        else cache.delete(accountId)
+      }
+      store.changes?.subscribe(forget)
       const accountEndpoints = (accountId: string) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           const cached = cache.get(accountId)
-          if (cached !== undefined && now - cached.at < ENDPOINT_CACHE_MS) return cached.endpoints
+          const ttl = store.changes?.complete() === true ? HEARD_ENDPOINT_CACHE_MS : ENDPOINT_CACHE_MS
+          if (cached !== undefined && now - cached.at < ttl && now >= cached.at) return cached.endpoints
+          const since = generation
           const endpoints = yield* store.endpointsOf(accountId)
-          cache.set(accountId, { endpoints, at: now })
+          if (since === generation) cache.set(accountId, { endpoints, at: now })
           return endpoints
         })
 
@@ -186,11 +201,11 @@ export class Alerts extends Context.Service<
               createdAt: new Date(yield* Clock.currentTimeMillis)
             }
             yield* store.addEndpoint(created)
-            cache.delete(accountId)
+            forget(accountId)
             return view(created)
           }),
         endpointsOf: (accountId) => Effect.map(store.endpointsOf(accountId), (endpoints) => endpoints.map(view)),
-        removeEndpoint: (id) => Effect.tap(store.removeEndpoint(id), () => Effect.sync(() => cache.clear())),
+        removeEndpoint: (id) => Effect.tap(store.removeEndpoint(id), () => Effect.sync(() => forget(undefined))),
         deliveries: (query) => store.deliveries(query),
         resend: (id) =>
           Effect.gen(function* () {

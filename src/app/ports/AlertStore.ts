@@ -55,9 +55,19 @@ export interface LeasedDelivery extends AlertDelivery {
   readonly storedSecret: string | null
 }
 
+/** Endpoint changes made by any instance sharing the store, as they commit (see the adapter). */
+export interface EndpointChanges {
+  /** True while every change is heard: a cache may then keep an account's endpoints until they change. */
+  readonly complete: () => boolean
+  /** `accountId` undefined: any account's may have changed. */
+  readonly subscribe: (listener: (accountId: string | undefined) => void) => void
+}
+
 export class AlertStore extends Context.Service<
   AlertStore,
   {
+    /** Undefined: changes are not heard, only this instance's own (a cache must re-read soon). */
+    readonly changes?: EndpointChanges | undefined
     readonly addEndpoint: (endpoint: AlertEndpoint) => Effect.Effect<void, StoreUnavailable>
     readonly endpointsOf: (accountId: string) => Effect.Effect<ReadonlyArray<AlertEndpoint>, StoreUnavailable>
     /** False when no such endpoint exists. */
