@@ -136,15 +136,30 @@ const program = (overrides: LaunchOverrides) =>
 
 /**
  * Log lines are JSON, written to stdout in batches: one write every 20 ms at most instead of one synchronous write per
- * line (every request writes an access line). What is buffered is written when the process shuts down; a crash can
- * lose the last 20 ms of lines.
+ * line (every request writes an access line). The timer is set by the first line of a batch, so an idle process never
+ * wakes for its logger (Effect's `Logger.batched` sleeps and wakes every window, 50 times a second, lines or not).
+ * What is buffered is written when the process shuts down; a crash can lose the last 20 ms of lines.
  */
-const batchedJsonLogger = Logger.batched(Logger.formatJson, {
-  window: "20 millis",
-  flush: (lines) =>
+const batchedJsonLogger = Effect.gen(function* () {
+  let lines: Array<string> = []
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const flush = () => {
+    timer = undefined
+    if (lines.length === 0) return
+    const batch = lines
+    lines = []
+    process.stdout.write(`${batch.join("\n")}\n`)
+  }
+  yield* Effect.addFinalizer(() =>
     Effect.sync(() => {
-      process.stdout.write(`${lines.join("\n")}\n`)
+      clearTimeout(timer)
+      flush()
     })
+  )
+  return Logger.make((options) => {
+    lines.push(Logger.formatJson.log(options))
+    if (timer === undefined) timer = setTimeout(flush, 20)
+  })
 })
 
 export const launch = (overrides: LaunchOverrides = {}) =>

@@ -44,6 +44,8 @@ export type EndpointView = Omit<AlertEndpoint, "secret">
  */
 const ENDPOINT_CACHE_MS = 5_000
 const HEARD_ENDPOINT_CACHE_MS = 60_000
+/** How often the delivery worker looks for due rows nobody woke it for. */
+const IDLE_DELIVERY_POLL_MS = 5_000
 /** Events this process already queued, so a balance seen low on every call is not queued again each time. */
 const MAX_REMEMBERED = 50_000
 
@@ -91,8 +93,10 @@ export class Alerts extends Context.Service<
       const cache = new Map<string, { readonly endpoints: ReadonlyArray<AlertEndpoint>; readonly at: number }>()
       const remembered = new Set<string>()
       let wake: () => void = () => undefined
+      // Rows queued here wake the worker at once; what else comes due — a retry (5 s after a first failure at the
+      // soonest), another instance's rows left behind — is looked for every IDLE_DELIVERY_POLL_MS.
       const woken = Effect.callback<void>((resume) => {
-        const timer = setTimeout(() => resume(Effect.void), 1_000)
+        const timer = setTimeout(() => resume(Effect.void), IDLE_DELIVERY_POLL_MS)
         wake = () => {
           clearTimeout(timer)
           resume(Effect.void)

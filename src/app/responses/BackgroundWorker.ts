@@ -32,6 +32,9 @@ export interface BackgroundOptions {
   readonly replayPollMillis: number
 }
 
+/** An idle worker (nothing running, nothing found) polls this many times less often (500 ms → 5 s by default). */
+export const IDLE_POLL_FACTOR = 10
+
 export const defaultBackgroundOptions: BackgroundOptions = {
   pollMillis: 500,
   leaseMillis: 30_000,
@@ -177,17 +180,34 @@ export class BackgroundResponses extends Context.Service<
             running.set(id, fiber)
           })
 
+        /** How many responses the round claimed (0 when it could not ask). */
         const claimRound = Effect.gen(function* () {
           const room = options.maxRunning - running.size
-          if (room <= 0) return
+          if (room <= 0) return 0
           const claimed = yield* store.claim(owner, yield* now, yield* leaseUntil, room)
           yield* Effect.forEach(claimed, (c) => start(c).pipe(Effect.catch((e) => Effect.logWarning("claim", e))), {
             discard: true
           })
-        }).pipe(Effect.catch((error) => Effect.logWarning("background responses could not be claimed", error)))
+          return claimed.length
+        }).pipe(
+          Effect.catch((error) => Effect.as(Effect.logWarning("background responses could not be claimed", error), 0))
+        )
 
+        // A response created here wakes the loop at once. With nothing running and nothing found, what is left to
+        // claim is another instance's (its overflow, or its responses once their lease expired: `leaseMillis`), so
+        // an idle instance asks IDLE_POLL_FACTOR times less often instead of twice a second (and at least six times
+        // per lease, so that a dead instance's responses are taken over soon after their lease ends).
+        const idlePollMillis = Math.max(
+          options.pollMillis,
+          Math.min(options.pollMillis * IDLE_POLL_FACTOR, options.leaseMillis / 6)
+        )
         yield* claimRound.pipe(
-          Effect.andThen(Effect.raceFirst(Effect.sleep(options.pollMillis), Queue.take(wakeups))),
+          Effect.flatMap((claimed) =>
+            Effect.raceFirst(
+              Effect.sleep(claimed === 0 && running.size === 0 ? idlePollMillis : options.pollMillis),
+              Queue.take(wakeups)
+            )
+          ),
           Effect.forever,
           Effect.forkIn(scope)
         )

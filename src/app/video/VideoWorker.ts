@@ -18,6 +18,9 @@ import {
 } from "./VideoTaskParts.ts"
 import { makeVideoSteps } from "./VideoSteps.ts"
 
+/** The poll of an instance whose catalog has no video model: only deadlines to enforce. */
+const IDLE_VIDEO_POLL_MS = 60_000
+
 export const makeVideoWorker = (context: VideoContext) =>
   Effect.gen(function* () {
     const { store, registry, contents, config, workerId, pollIntervalMs, kicks, known, options } = context
@@ -197,9 +200,11 @@ export const makeVideoWorker = (context: VideoContext) =>
         Effect.catch((error) => Effect.as(Effect.logWarning("video worker round failed", error.message), undefined)),
         Effect.catchDefect((defect) => Effect.logError("video worker round crashed", defect))
       )
-      // Poll every interval, and right away when a task is submitted here.
+      // Poll every interval, and right away when a task is submitted here. Without a video model in the catalog this
+      // instance only fails tasks past their deadline (minutes away), so it asks once a minute at most.
+      const every = known.length === 0 ? Math.max(pollIntervalMs, IDLE_VIDEO_POLL_MS) : pollIntervalMs
       yield* round.pipe(
-        Effect.andThen(Effect.race(Effect.sleep(Duration.millis(pollIntervalMs)), Queue.take(kicks))),
+        Effect.andThen(Effect.race(Effect.sleep(Duration.millis(every)), Queue.take(kicks))),
         Effect.forever,
         Effect.forkScoped
       )
