@@ -9,6 +9,7 @@ import { resolve } from "node:path"
 import { type AppOptions, serverLayer, servicesLayer } from "./AppLayer.ts"
 import { adminTokenPath, ensureDemoAccount, loadOrCreateAdminToken, saveFirstStartSecrets } from "./app/FirstStart.ts"
 import { parseTrustProxy } from "./http/AuthThrottle.ts"
+import { makeBatchedJsonLogger } from "./adapters/telemetry/JsonLogger.ts"
 
 const settings = Config.all({
   port: Config.Port("PORT").pipe(Config.withDefault(8080)),
@@ -134,33 +135,8 @@ const program = (overrides: LaunchOverrides) =>
     return yield* Layer.launch(app)
   })
 
-/**
- * Log lines are JSON, written to stdout in batches: one write every 20 ms at most instead of one synchronous write per
- * line (every request writes an access line). The timer is set by the first line of a batch, so an idle process never
- * wakes for its logger (Effect's `Logger.batched` sleeps and wakes every window, 50 times a second, lines or not).
- * What is buffered is written when the process shuts down; a crash can lose the last 20 ms of lines.
- */
-const batchedJsonLogger = Effect.gen(function* () {
-  let lines: Array<string> = []
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const flush = () => {
-    timer = undefined
-    if (lines.length === 0) return
-    const batch = lines
-    lines = []
-    process.stdout.write(`${batch.join("\n")}\n`)
-  }
-  yield* Effect.addFinalizer(() =>
-    Effect.sync(() => {
-      clearTimeout(timer)
-      flush()
-    })
-  )
-  return Logger.make((options) => {
-    lines.push(Logger.formatJson.log(options))
-    if (timer === undefined) timer = setTimeout(flush, 20)
-  })
-})
+/** Log lines are JSON, batched to stdout (adapters/telemetry/JsonLogger.ts). */
+const batchedJsonLogger = makeBatchedJsonLogger((text) => process.stdout.write(text))
 
 export const launch = (overrides: LaunchOverrides = {}) =>
   program(overrides).pipe(
