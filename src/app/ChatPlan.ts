@@ -9,6 +9,7 @@ import type { Micros } from "../domain/Money.ts"
 import { InvalidChatRequest, upstreamFailed } from "./ChatErrors.ts"
 import type { ChatInput } from "./ChatGateway.ts"
 import { resolveModel } from "./HeldCall.ts"
+import { CurrentTelemetry } from "./RequestTelemetry.ts"
 import type { PluginRegistry } from "./PluginRegistry.ts"
 import type { ChatDialect, ChatDialects } from "./ports/ChatDialects.ts"
 import { chatRouteHint } from "./routing/Affinity.ts"
@@ -50,6 +51,9 @@ export const planChat = (registry: PluginRegistry["Service"], dialects: ChatDial
     const clientCall = { dialect: input.dialect, body: input.body }
     const refusal = plugin.check?.(clientCall, request, model)
     if (refusal !== undefined) return yield* upstreamFailed(refusal)
+    // What the model leaves out of the request (a hosted tool it cannot run) reaches the client as a warning.
+    const notes = plugin.notes?.(clientCall, request, model) ?? []
+    if (notes.length > 0) (yield* CurrentTelemetry).warnings.push(...notes)
     // A flat-priced plugin says how to count (or not count) its input: tokenizing a multi-MB image is wasted work.
     // Otherwise a big prompt is counted in slices, so the event loop answers other requests meanwhile.
     const inputTokens = plugin.countInput?.(clientCall) ?? (yield* client.countInput(input.body))

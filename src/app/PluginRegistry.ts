@@ -215,7 +215,8 @@ export const buildRegistry = (
         upstreams: model.upstreams,
         upstreamModel: model.upstreamModel,
         pricing: model.pricing,
-        maxOutputTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS
+        maxOutputTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+        ...(model.hostedTools === undefined ? {} : { hostedTools: model.hostedTools })
       }
       entries.set(model.id, resolvedOf(plugin, registered))
       catalog.push({ id: model.id, ownedBy: ownedBy(model.id), created, displayName: model.id })

@@ -21,6 +21,8 @@ export interface RequestTelemetry {
   balance: Micros | undefined
   /** All the account had deposited then: with `balance`, what a low-balance alert is keyed by. */
   deposited: Micros | undefined
+  /** Notes for the client on what was left out of its request (the `x-tollgate-warning` header). */
+  readonly warnings: Array<string>
   /** Run once when the response has been sent in full (a stream's end) or the request was abandoned. */
   readonly atEnd: Array<Effect.Effect<void>>
 }
@@ -34,6 +36,7 @@ export const newTelemetry = (): RequestTelemetry => ({
   charge: undefined,
   balance: undefined,
   deposited: undefined,
+  warnings: [],
   atEnd: []
 })
 

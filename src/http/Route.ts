@@ -21,6 +21,12 @@ export class RequestId extends Context.Service<RequestId, string>()("tollgate/ht
 
 export type Handler<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
+/** What the gateway left out of a request it served (a hosted tool the model's upstream does not run), `; `-separated. */
+export const WARNING_HEADER = "x-tollgate-warning"
+
+/** A note may quote the client's own words: only printable ASCII goes in a header, and not too much of it. */
+const headerText = (text: string): string => text.replace(/[^\x20-\x7e]/g, "?").slice(0, 2000)
+
 /** `x-tollgate-cost` (the request's charge) and `x-tollgate-balance` (the account's available balance after it). */
 export const costHeaders = (cost: Micros, balance: Micros | undefined): Record<string, string> => ({
   "x-tollgate-cost": formatMicros(cost),
@@ -93,7 +99,14 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect, pattern
     const charged = telemetry.charge === undefined ? {} : costHeaders(telemetry.charge.cost, telemetry.balance)
     const finished = yield* untilResponseEnd(response, telemetry, logged(response.status))
     // `request-id` is the header the Anthropic SDK reads; `x-request-id` is everybody else's.
-    return HttpServerResponse.setHeaders(finished, { "x-request-id": requestId, "request-id": requestId, ...charged })
+    const warned =
+      telemetry.warnings.length === 0 ? {} : { [WARNING_HEADER]: headerText(telemetry.warnings.join("; ")) }
+    return HttpServerResponse.setHeaders(finished, {
+      "x-request-id": requestId,
+      "request-id": requestId,
+      ...charged,
+      ...warned
+    })
   })
 
 /** Probes and scrapes that would drown the access log: answered, measured, not logged. */

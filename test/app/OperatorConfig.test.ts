@@ -108,6 +108,25 @@ describe("OperatorConfig", () => {
     })
   )
 
+  it.effect("reads a model's hostedTools setting (omit or refuse) and names anything else at its path", () =>
+    Effect.gen(function* () {
+      const config = yield* parseYaml(
+        withModels(`  - { id: m, plugin: text, upstreams: [a], pricing: { input: "1", output: "2" }, hostedTools: refuse }
+  - { id: n, plugin: text, upstreams: [a], pricing: { input: "1", output: "2" } }`)
+      )
+      assert.deepStrictEqual(
+        config.models.map((m) => m.hostedTools),
+        ["refuse", undefined]
+      )
+      const issues = yield* issuesOf(
+        withModels(
+          `  - { id: m, plugin: text, upstreams: [a], pricing: { input: "1", output: "2" }, hostedTools: drop }`
+        )
+      )
+      assert.deepStrictEqual(issues, ['models[0].hostedTools: must be "omit" or "refuse", not "drop"'])
+    })
+  )
+
   it.effect("expands $VAR references in any string, keeps escaped ones literal, and reads integers from them", () =>
     Effect.gen(function* () {
       const config = yield* parseYaml(

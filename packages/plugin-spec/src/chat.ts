@@ -49,6 +49,13 @@ export interface ChatPlugin extends PluginIdentity<"chat"> {
     | ((client: ChatCall["client"], request: ChatRequest, model: PluginModel) => PluginFailure | undefined)
     | undefined
   /**
+   * Optional and pure: what this model will leave out of the request (hosted tools its upstream does not run), one
+   * note each, sent to the client in the `x-tollgate-warning` header. Checked after `check`, before anything is held.
+   */
+  readonly notes?:
+    | ((client: ChatCall["client"], request: ChatRequest, model: PluginModel) => ReadonlyArray<string>)
+    | undefined
+  /**
    * Optional: input tokens for the hold, counted from the client's body; without it the gateway runs its tokenizer. A
    * family whose price does not depend on input answers 0 instead of tokenizing megabytes of base64.
    */

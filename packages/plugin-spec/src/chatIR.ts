@@ -128,6 +128,14 @@ export interface ChatRequest {
    * converts the request must refuse it with `invalid_request`, naming `param`.
    */
   readonly nativeOnly?: ReadonlyArray<{ readonly param: string; readonly message: string }>
+  /**
+   * Tools the client asked the vendor itself to run (a Responses client's `web_search`, `file_search`, `mcp`, …;
+   * chat completions' `web_search_options`; Anthropic's server tools): `type` is the tool's type as the client wrote
+   * it, `param` its field path. They are not in `tools`: only an upstream of the client's own protocol, sent the
+   * client's body, runs them. Elsewhere a plugin leaves them out (and says so) or refuses them, as the operator set
+   * the model's `hostedTools`.
+   */
+  readonly hostedTools?: ReadonlyArray<{ readonly param: string; readonly type: string }>
 }
 
 /** Open enum, Anthropic's vocabulary plus `content_filter`/`error` for what other vendors report. */

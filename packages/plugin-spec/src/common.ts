@@ -59,6 +59,11 @@ export interface PluginModel {
   readonly pricing: { readonly [key: PriceKey]: Micros | undefined }
   /** The output cap holds are placed for when a request names none. */
   readonly maxOutputTokens: number
+  /**
+   * What to do with a hosted tool (`ChatRequest.hostedTools`) no upstream of this model runs: `omit` leaves it out of
+   * the upstream call and says so in a note (`ChatPlugin.notes`), `refuse` refuses the request. Absent: `omit`.
+   */
+  readonly hostedTools?: "omit" | "refuse" | undefined
 }
 
 /** A pure pricing rule: the same input always gives the same answer, with no clock, randomness or I/O. */

@@ -45,6 +45,8 @@ export interface ModelConfig {
   readonly maxOutputTokens: number | undefined
   /** Input and output tokens the model takes at once, for the Responses API's `truncation: "auto"` (absent: 128,000). */
   readonly contextWindow?: number | undefined
+  /** A hosted tool (web search, …) the model's upstream does not run: left out with a warning (`omit`) or refused. */
+  readonly hostedTools?: "omit" | "refuse" | undefined
 }
 
 /** How deployments' health is learned and how far one request may retry (`routing:` in the file). */

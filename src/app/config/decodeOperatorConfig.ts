@@ -199,7 +199,8 @@ const decodeModels = (
       "upstreamModel",
       "pricing",
       "maxOutputTokens",
-      "contextWindow"
+      "contextWindow",
+      "hostedTools"
     ])
     if (fields === undefined) return
     const id = input.string(fields.id, `${path}.id`)
@@ -225,8 +226,22 @@ const decodeModels = (
       fields.contextWindow === undefined
         ? undefined
         : input.positiveInt(fields.contextWindow, `${path}.contextWindow`, 0)
+    const hostedTools =
+      fields.hostedTools === undefined ? undefined : input.string(fields.hostedTools, `${path}.hostedTools`)
+    if (hostedTools !== undefined && hostedTools !== "omit" && hostedTools !== "refuse") {
+      input.issue(`${path}.hostedTools`, `must be "omit" or "refuse", not "${hostedTools}"`)
+    }
     if (id === undefined || plugin === undefined || upstreamModel === undefined || pricing === undefined) return
-    models.push({ id, plugin, ...routes, upstreamModel, pricing, maxOutputTokens, contextWindow })
+    models.push({
+      id,
+      plugin,
+      ...routes,
+      upstreamModel,
+      pricing,
+      maxOutputTokens,
+      contextWindow,
+      ...(hostedTools === "refuse" || hostedTools === "omit" ? { hostedTools } : {})
+    })
   })
   return models
 }

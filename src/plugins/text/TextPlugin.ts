@@ -28,14 +28,7 @@ import { irToOpenAIRequest } from "./convert/openai.ts"
 import { signatureOriginOf, unpackToolId } from "./convert/thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./convert/toolId.ts"
 import { outputCap, TEXT_PRICE_KEYS, textPricing } from "./TextPricing.ts"
-
-type TextProtocol = "openai" | "anthropic" | "gemini" | "openai-responses"
-
-const isTextProtocol = (protocol: string): protocol is TextProtocol =>
-  protocol === "openai" || protocol === "anthropic" || protocol === "gemini" || protocol === "openai-responses"
-
-/** The dialect an upstream protocol answers in. */
-const dialectOf = (protocol: TextProtocol) => (protocol === "openai-responses" ? "responses" : protocol)
+import { dialectOf, hostedToolNotes, hostedToolRefusal, isTextProtocol, type TextProtocol } from "./HostedTools.ts"
 
 /** The vendor's error message, if its body is one of the three envelopes; never the whole body. */
 export const vendorMessage = (body: string): string | undefined => {
@@ -305,14 +298,17 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
       return yield* Effect.fail(last)
     })
 
-  /** What only the client's own protocol can say is refused before anything is held when no upstream speaks it. */
+  /**
+   * What only the client's own protocol can say is refused before anything is held when no upstream speaks it; a
+   * hosted tool no upstream runs, when the operator refuses those (HostedTools.ts).
+   */
   const check: ChatPlugin["check"] = (client, request, model) => {
     const unconvertible = request.nativeOnly?.[0]
-    if (unconvertible === undefined) return undefined
+    if (unconvertible === undefined) return hostedToolRefusal(client, request, model)
     const native = (upstream: UpstreamConfig) =>
       isTextProtocol(upstream.protocol) && dialectOf(upstream.protocol) === client.dialect
     return model.upstreams.some(native)
-      ? undefined
+      ? hostedToolRefusal(client, request, model)
       : pluginFailure("invalid_request", `${unconvertible.param}: ${unconvertible.message}`, {
           code: "unsupported_parameter",
           param: unconvertible.param
@@ -327,6 +323,7 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
     pricingKeys: TEXT_PRICE_KEYS,
     pricing: textPricing,
     invoke,
-    check
+    check,
+    notes: hostedToolNotes
   }
 }

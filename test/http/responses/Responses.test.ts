@@ -33,6 +33,7 @@ const call = async (customer: Customer, method: string, path: string, body?: unk
     status: response.status,
     requestId: response.headers.get("x-request-id") ?? undefined,
     contentType: response.headers.get("content-type") ?? "",
+    warning: response.headers.get("x-tollgate-warning") ?? undefined,
     text,
     json: (): Json => JSON.parse(text) as Json
   }
@@ -305,16 +306,37 @@ describe("refusals, in OpenAI's envelope, with nothing charged", () => {
     })
   }
 
-  it("a built-in tool on a model whose upstream does not offer it: 400 before anything is held", async () => {
+  it("a hosted tool on a model whose upstream does not run it: left out, the answer says so, billed as used", async () => {
+    for (const model of ["sim-openai", "sim-anthropic", "sim-gemini"]) {
+      const customer = await h.admin.customer()
+      const served = await call(customer, "POST", "/v1/responses", {
+        model,
+        input: "search the web",
+        tools: [
+          { type: "web_search", external_web_access: false },
+          { type: "code_interpreter", container: "c" }
+        ]
+      })
+      assert.strictEqual(served.status, 200, served.text)
+      assertOpenAiSchema("Response", served.json())
+      assert.strictEqual(
+        served.warning,
+        "tools.0: the hosted tool 'web_search' was left out (this model's upstream does not run it); " +
+          "tools.1: the hosted tool 'code_interpreter' was left out (this model's upstream does not run it)"
+      )
+      await assertBilled(h.admin, customer, [usage(served.requestId, model, served.json().usage as Json)])
+    }
+  })
+
+  it("a hosted tool on an openai-responses upstream is the upstream's to run: no warning", async () => {
     const customer = await h.admin.customer()
-    const refused = await call(customer, "POST", "/v1/responses", {
-      model: "sim-anthropic",
+    const served = await call(customer, "POST", "/v1/responses", {
+      model: "sim-responses",
       input: "search the web",
       tools: [{ type: "web_search" }]
     })
-    assert.strictEqual(refused.status, 400, refused.text)
-    assert.match(refused.json().error.message, /tools\.0\.type.*web_search.*openai-responses/)
-    await assertBilled(h.admin, customer, [])
+    assert.strictEqual(served.status, 200, served.text)
+    assert.isUndefined(served.warning)
   })
 
   it("an unknown model: 404; no key: 401", async () => {

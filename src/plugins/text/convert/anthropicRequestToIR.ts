@@ -185,6 +185,15 @@ const toolsOf = (raw: unknown): Converted<ReadonlyArray<ToolDefinition>> => {
   return Result.succeed(tools)
 }
 
+/** Anthropic's server tools (`web_search_20250305`, …): Anthropic runs them. */
+const serverTools = (raw: unknown): ReadonlyArray<{ param: string; type: string }> | undefined => {
+  const hosted = asArray(raw).flatMap((tool, i) => {
+    const type = asRecord(tool).type
+    return typeof type === "string" && type !== "custom" ? [{ param: `tools.${i}`, type }] : []
+  })
+  return hosted.length > 0 ? hosted : undefined
+}
+
 const toolChoiceOf = (raw: unknown): { toolChoice?: ToolChoice; parallelToolCalls?: boolean } => {
   const choice = asRecord(raw)
   const parallelToolCalls =
@@ -295,7 +304,8 @@ export const anthropicRequestToIR = (body: unknown): Converted<ChatRequest> => {
       responseFormat,
       reasoning,
       stream: body.stream === true,
-      user: asString(asRecord(body.metadata).user_id)
+      user: asString(asRecord(body.metadata).user_id),
+      hostedTools: serverTools(body.tools)
     })
   )
 }

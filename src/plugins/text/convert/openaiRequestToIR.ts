@@ -310,7 +310,9 @@ export const openAIRequestToIR = (body: unknown): Converted<ChatRequest> => {
       stream: body.stream === true,
       includeUsage: typeof streamOptions.include_usage === "boolean" ? streamOptions.include_usage : undefined,
       user: asString(body.safety_identifier) ?? asString(body.user),
-      promptCacheKey: asString(body.prompt_cache_key)
+      promptCacheKey: asString(body.prompt_cache_key),
+      // OpenAI's own search (its search models on chat completions): the vendor runs it.
+      hostedTools: isRecord(body.web_search_options) ? [{ param: "web_search_options", type: "web_search" }] : undefined
     })
   )
 }

@@ -23,6 +23,7 @@ import { Result } from "effect"
 import { imageSourceToUrl } from "./dataUrl.ts"
 import { asCount, asRecord, compact, fnv1a, JSON_OBJECT_INSTRUCTION, type JsonRecord } from "./json.ts"
 import { packToolId, responsesEncrypted } from "./thinkingSignature.ts"
+import type { ToolNames } from "./toolNamespaces.ts"
 
 export const responsesUsageToIR = (raw: unknown): Usage => {
   const usage = asRecord(raw)
@@ -89,12 +90,18 @@ export const reasoningItem = (part: AssistantPart, id: string): JsonRecord => {
   })
 }
 
-export const functionCallItem = (call: ToolCallPart, id: string, status = "completed"): JsonRecord => ({
+/** A call as a function_call item; a namespace member's flat name back as its `namespace` and `name`. */
+export const functionCallItem = (
+  call: ToolCallPart,
+  id: string,
+  status = "completed",
+  names?: ToolNames
+): JsonRecord => ({
   id,
   type: "function_call",
   status,
   call_id: packToolId(call.id, call.signature),
-  name: call.name,
+  ...(names?.namespaced(call.name) ?? { name: call.name }),
   arguments: JSON.stringify(call.input)
 })
 
@@ -107,7 +114,11 @@ export const messageItem = (text: string, id: string, status = "completed"): Jso
 })
 
 /** The IR's assistant content as output items, in order; consecutive text parts make one message. */
-export const outputItems = (content: ReadonlyArray<AssistantPart>, responseId: string): ReadonlyArray<JsonRecord> => {
+export const outputItems = (
+  content: ReadonlyArray<AssistantPart>,
+  responseId: string,
+  names?: ToolNames
+): ReadonlyArray<JsonRecord> => {
   const items: Array<JsonRecord> = []
   let text: string | undefined
   const flush = () => {
@@ -121,7 +132,8 @@ export const outputItems = (content: ReadonlyArray<AssistantPart>, responseId: s
       continue
     }
     flush()
-    if (part.type === "tool_call") items.push(functionCallItem(part, itemId("fc", responseId, items.length)))
+    if (part.type === "tool_call")
+      items.push(functionCallItem(part, itemId("fc", responseId, items.length), "completed", names))
     else items.push(reasoningItem(part, itemId("rs", responseId, items.length)))
   }
   flush()

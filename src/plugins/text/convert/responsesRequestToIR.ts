@@ -7,8 +7,11 @@
  *   turn, as Anthropic and Gemini need them.
  * - A reasoning item's summary is the thinking text; its `encrypted_content` carries the issuing vendor's signature
  *   (see `readResponsesEncrypted`), so a conversation can move between vendors and each gets back only its own.
- * - What the IR cannot carry (built-in tools such as web search, `input_file` parts, prompt templates, the output
- *   items of built-in tools) is listed in `nativeOnly`: served by an `openai-responses` upstream, refused elsewhere.
+ * - What the IR cannot carry (`input_file` parts, prompt templates, the output items of built-in tools) is listed in
+ *   `nativeOnly`: served by an `openai-responses` upstream, refused elsewhere. Hosted tools (every tool type but
+ *   `function` and `namespace`) are listed in `hostedTools`: served there, left out or refused elsewhere.
+ * - A `namespace` tool's function tools go in `tools` under flat names (toolNamespaces.ts), and a `function_call`
+ *   item with a `namespace` under the same name.
  * - `item_reference`s, `previous_response_id` and `store` are the gateway's (resolved before this runs); `metadata`,
  *   `include`, `truncation`, `service_tier`, `top_logprobs`, `max_tool_calls` are not model input and are dropped here.
  */
@@ -29,7 +32,8 @@ import {
 } from "./json.ts"
 import { readResponsesEncrypted, unpackToolId } from "./thinkingSignature.ts"
 
-import { formatOf, NATIVE, type Problem, toolChoiceOf, toolsOf } from "./responsesSettings.ts"
+import { formatOf, type Hosted, NATIVE, type Problem, toolChoiceOf, toolsOf } from "./responsesSettings.ts"
+import { type ToolNames, toolNamesOf } from "./toolNamespaces.ts"
 
 /** A message's content as user parts; `input_file` and unknown parts are noted in `nativeOnly`. */
 const userParts = (content: unknown, param: string, nativeOnly: Array<Problem>): Converted<ReadonlyArray<UserPart>> => {
@@ -142,7 +146,11 @@ const pushAssistant = (conversation: Conversation, parts: ReadonlyArray<Assistan
   }
 }
 
-const inputItems = (input: ReadonlyArray<unknown>, nativeOnly: Array<Problem>): Converted<Conversation> => {
+const inputItems = (
+  input: ReadonlyArray<unknown>,
+  names: ToolNames,
+  nativeOnly: Array<Problem>
+): Converted<Conversation> => {
   const conversation: Conversation = { system: [], messages: [], origins: [] }
   for (let i = 0; i < input.length; i++) {
     const item = asRecord(input[i])
@@ -199,7 +207,13 @@ const inputItems = (input: ReadonlyArray<unknown>, nativeOnly: Array<Problem>): 
         const args = parseJsonObject(asString(item.arguments) ?? "")
         if (args === undefined) return convertError(`${param}.arguments`, "arguments must be a JSON object")
         const { id, signature } = unpackToolId(callId)
-        pushAssistant(conversation, [compact({ type: "tool_call" as const, id, name, input: args, signature })], i)
+        const namespace = asString(item.namespace)
+        const called = namespace === undefined ? name : names.flat(namespace, name)
+        pushAssistant(
+          conversation,
+          [compact({ type: "tool_call" as const, id, name: called, input: args, signature })],
+          i
+        )
         break
       }
       case "function_call_output": {
@@ -235,7 +249,8 @@ export const responsesRequestToIR = (body: unknown): Converted<ChatRequest> => {
   const nativeOnly: Array<Problem> = []
   const input = typeof body.input === "string" ? [{ role: "user", content: body.input }] : body.input
   if (!Array.isArray(input)) return convertError("input", "input must be a string or an array of input items")
-  const conversation = inputItems(input, nativeOnly)
+  const names = toolNamesOf(body.tools)
+  const conversation = inputItems(input, names, nativeOnly)
   if (Result.isFailure(conversation)) return Result.fail(conversation.failure)
   const { messages, origins } = conversation.success
   if (messages.length === 0) return convertError("input", "input must hold at least one message")
@@ -245,12 +260,13 @@ export const responsesRequestToIR = (body: unknown): Converted<ChatRequest> => {
       : body.instructions === undefined || body.instructions === null
         ? Result.succeed([])
         : Array.isArray(body.instructions)
-          ? Result.map(inputItems(body.instructions, nativeOnly), (c) => c.system)
+          ? Result.map(inputItems(body.instructions, names, nativeOnly), (c) => c.system)
           : convertError("instructions", "instructions must be a string")
   if (Result.isFailure(instructions)) return Result.fail(instructions.failure)
   const pairing = checkToolPairing(messages, (index) => `input.${origins[index] ?? 0}`)
   if (Result.isFailure(pairing)) return Result.fail(pairing.failure)
-  const tools = toolsOf(body.tools, nativeOnly)
+  const hosted: Array<Hosted> = []
+  const tools = toolsOf(body.tools, names, nativeOnly, hosted)
   if (Result.isFailure(tools)) return Result.fail(tools.failure)
   const choice = toolChoiceOf(body.tool_choice, tools.success, nativeOnly)
   const format = formatOf(body.text)
@@ -284,7 +300,8 @@ export const responsesRequestToIR = (body: unknown): Converted<ChatRequest> => {
       stream: body.stream === true,
       user: asString(body.safety_identifier) ?? asString(body.user),
       promptCacheKey: asString(body.prompt_cache_key),
-      nativeOnly: nativeOnly.length > 0 ? nativeOnly : undefined
+      nativeOnly: nativeOnly.length > 0 ? nativeOnly : undefined,
+      hostedTools: hosted.length > 0 ? hosted : undefined
     })
   )
 }

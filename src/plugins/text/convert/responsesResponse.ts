@@ -9,6 +9,7 @@ import { convertError } from "./ChatIR.ts"
 import { asArray, asRecord, asString, compact, isRecord, type JsonRecord, parseJsonObject } from "./json.ts"
 import { irUsageToResponses, outputItems, responsesUsageToIR, statusOf, stopReasonOf } from "./responses.ts"
 import { readResponsesEncrypted } from "./thinkingSignature.ts"
+import { toolNamesOf } from "./toolNamespaces.ts"
 
 /** Output items of a Responses reply in the IR; built-in tools' items are dropped (see responses.ts). */
 export const responsesOutputToIR = (output: unknown): ReadonlyArray<AssistantPart> =>
@@ -131,7 +132,7 @@ export const irToResponsesResponse = (
     error: status === "failed" ? { code: "server_error", message: "the model failed to finish" } : null,
     incomplete_details,
     model: identity.model,
-    output: outputItems(response.content, identity.id),
+    output: outputItems(response.content, identity.id, toolNamesOf(body.tools)),
     ...echoedSettings(body),
     usage: irUsageToResponses(response.usage)
   }

@@ -2,19 +2,61 @@
 import { Result } from "effect"
 import type { Converted, ResponseFormat, ToolChoice, ToolDefinition } from "./ChatIR.ts"
 import { convertError, optionalFlag, toolDefinition } from "./ChatIR.ts"
-import { asArray, asRecord, asString, compact, isRecord, label } from "./json.ts"
+import { asArray, asRecord, asString, compact, isRecord, type JsonRecord, label } from "./json.ts"
+import type { ToolNames } from "./toolNamespaces.ts"
 
 export type Problem = { readonly param: string; readonly message: string }
 
 export const NATIVE = "is only served by a model on an openai-responses upstream"
 
-export const toolsOf = (raw: unknown, nativeOnly: Array<Problem>): Converted<ReadonlyArray<ToolDefinition>> => {
+/** A namespace's function tools under their flat names (toolNamespaces.ts); its custom tools are OpenAI's own. */
+const namespaceMembers = (
+  tool: JsonRecord,
+  at: string,
+  names: ToolNames,
+  tools: Array<ToolDefinition>,
+  nativeOnly: Array<Problem>
+): Converted<void> => {
+  const namespace = asString(tool.name)
+  if (namespace === undefined) return convertError(`${at}.name`, "name must be a string")
+  const members = asArray(tool.tools)
+  for (let j = 0; j < members.length; j++) {
+    const member = asRecord(members[j])
+    if (member.type !== "function") {
+      nativeOnly.push({ param: `${at}.tools.${j}.type`, message: `a '${label(member.type)}' tool ${NATIVE}` })
+      continue
+    }
+    const definition = toolDefinition(member, `${at}.tools.${j}`)
+    if (Result.isFailure(definition)) return Result.fail(definition.failure)
+    tools.push({ ...definition.success, name: names.flat(namespace, definition.success.name) })
+  }
+  return Result.succeed(undefined)
+}
+
+export type Hosted = { readonly param: string; readonly type: string }
+
+/**
+ * Function tools, and each namespace's function tools under their flat names; every other type (web_search,
+ * file_search, mcp, code_interpreter, custom, …) is one the vendor runs or only OpenAI knows: listed in `hosted`.
+ */
+export const toolsOf = (
+  raw: unknown,
+  names: ToolNames,
+  nativeOnly: Array<Problem>,
+  hosted: Array<Hosted>
+): Converted<ReadonlyArray<ToolDefinition>> => {
   const tools: Array<ToolDefinition> = []
   const list = asArray(raw)
   for (let i = 0; i < list.length; i++) {
     const tool = asRecord(list[i])
+    if (tool.type === "namespace") {
+      const members = namespaceMembers(tool, `tools.${i}`, names, tools, nativeOnly)
+      if (Result.isFailure(members)) return Result.fail(members.failure)
+      continue
+    }
+    if (typeof tool.type !== "string") return convertError(`tools.${i}.type`, "type must be a string")
     if (tool.type !== "function") {
-      nativeOnly.push({ param: `tools.${i}.type`, message: `the built-in tool '${label(tool.type)}' ${NATIVE}` })
+      hosted.push({ param: `tools.${i}`, type: tool.type })
       continue
     }
     const definition = toolDefinition(tool, `tools.${i}`)

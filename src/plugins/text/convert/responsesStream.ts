@@ -24,6 +24,7 @@ import {
 } from "./responses.ts"
 import { echoedSettings, type ResponseIdentity, withoutEncrypted } from "./responsesResponse.ts"
 import { readResponsesEncrypted } from "./thinkingSignature.ts"
+import { toolNamesOf } from "./toolNamespaces.ts"
 
 const errorKindOf = (code: unknown): ErrorKind =>
   code === "rate_limit_exceeded" ? "rate_limit" : code === "invalid_prompt" ? "invalid_request" : "api_error"
@@ -130,6 +131,7 @@ type Open = { readonly index: number; readonly kind: string; item: JsonRecord; t
 
 export const makeResponsesStreamEncoder = (options: ResponsesStreamEncoderOptions): ResponsesStreamEncoder => {
   const { identity, body } = options
+  const names = toolNamesOf(body.tools)
   let sequence = 0
   const output: Array<JsonRecord> = []
   let open: Open | undefined
@@ -235,7 +237,7 @@ export const makeResponsesStreamEncoder = (options: ResponsesStreamEncoderOption
               ...(block.signature === undefined ? {} : { signature: block.signature })
             }
             return start(index, "tool_use", {
-              ...functionCallItem(call, itemId("fc", identity.id, index), "in_progress"),
+              ...functionCallItem(call, itemId("fc", identity.id, index), "in_progress", names),
               arguments: ""
             })
           }

@@ -236,8 +236,10 @@ describe("the Responses API through the chat IR", () => {
     )
     assert.deepStrictEqual(
       ir.nativeOnly?.map((p) => p.param),
-      ["input.0.content.0", "input.1", "tools.0.type"]
+      ["input.0.content.0", "input.1"]
     )
+    // A hosted tool is the vendor's to run: listed apart, left out or refused by the plugin as the operator chose.
+    assert.deepStrictEqual(ir.hostedTools, [{ param: "tools.0", type: "web_search" }])
     assert.deepStrictEqual(
       ir.tools.map((t) => t.name),
       ["f"]

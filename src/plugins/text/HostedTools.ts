@@ -1,0 +1,55 @@
+/**
+ * Hosted tools (`ChatRequest.hostedTools`: a tool the client asks the vendor itself to run, such as a Responses
+ * client's `web_search`) on a text model: served where the upstream speaks the client's own protocol (it is sent the
+ * client's body), and elsewhere left out of the upstream call with a note for the client (`x-tollgate-warning`), or
+ * refused before anything is held when the operator set the model's `hostedTools` to `refuse`.
+ */
+import type { ChatCall, ChatRequest, PluginFailure, PluginModel } from "../ModelPlugin.ts"
+import { pluginFailure } from "../ModelPlugin.ts"
+
+export type TextProtocol = "openai" | "anthropic" | "gemini" | "openai-responses"
+
+export const isTextProtocol = (protocol: string): protocol is TextProtocol =>
+  protocol === "openai" || protocol === "anthropic" || protocol === "gemini" || protocol === "openai-responses"
+
+/** The dialect an upstream protocol answers in. */
+export const dialectOf = (protocol: TextProtocol) => (protocol === "openai-responses" ? "responses" : protocol)
+
+type Hosted = NonNullable<ChatRequest["hostedTools"]>[number]
+
+/** The hosted tools some upstream of the model would not run: all of them unless every upstream speaks the client's protocol. */
+const unserved = (client: ChatCall["client"], request: ChatRequest, model: PluginModel): ReadonlyArray<Hosted> => {
+  const hosted = request.hostedTools ?? []
+  if (hosted.length === 0) return hosted
+  const native = model.upstreams.every(
+    (upstream) => isTextProtocol(upstream.protocol) && dialectOf(upstream.protocol) === client.dialect
+  )
+  return native ? [] : hosted
+}
+
+export const hostedToolRefusal = (
+  client: ChatCall["client"],
+  request: ChatRequest,
+  model: PluginModel
+): PluginFailure | undefined => {
+  if (model.hostedTools !== "refuse") return undefined
+  const first = unserved(client, request, model)[0]
+  return first === undefined
+    ? undefined
+    : pluginFailure(
+        "invalid_request",
+        `${first.param}: the hosted tool '${first.type}' is not run by this model's upstream, and its operator refuses requests that ask for it`,
+        { code: "unsupported_tool", param: first.param }
+      )
+}
+
+export const hostedToolNotes = (
+  client: ChatCall["client"],
+  request: ChatRequest,
+  model: PluginModel
+): ReadonlyArray<string> =>
+  model.hostedTools === "refuse"
+    ? []
+    : unserved(client, request, model).map(
+        (tool) => `${tool.param}: the hosted tool '${tool.type}' was left out (this model's upstream does not run it)`
+      )
