@@ -32,6 +32,7 @@ upstreams:
   sim-openai: { protocol: openai, baseUrl: "${sim}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   sim-anthropic: { protocol: anthropic, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   sim-gemini: { protocol: gemini, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+  sim-responses: { protocol: openai-responses, baseUrl: "${sim}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   dead: { protocol: openai, baseUrl: "http://127.0.0.1:${deadPort}/v1", apiKey: "sk-none", timeoutMs: 5000 }
   broken: { protocol: anthropic, baseUrl: "${broken}", apiKey: "sk-sim-test-key", timeoutMs: 5000 }
   kimi: { protocol: openai, baseUrl: "${kimi}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
@@ -43,6 +44,8 @@ ${SIM_MODELS.map(
   - { id: fallback-closed, plugin: text, upstreams: [dead, sim-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60" } }
   - { id: fallback-500, plugin: text, upstreams: [broken, sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-kimi, plugin: text, upstreams: [kimi], upstreamModel: kimi-k2, pricing: { input: "0.15", output: "0.60" } }
+  - { id: sim-responses, plugin: text, upstreams: [sim-responses], upstreamModel: sim-responses, pricing: { input: "0.15", output: "0.60" } }
+  - { id: hosted-refused, plugin: text, upstreams: [sim-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60" }, hostedTools: refuse }
   - { id: two-upstreams, plugin: text, upstreams: [sim-anthropic, sim-openai], upstreamModel: sim-x, pricing: { input: "0.15", output: "0.60" } }
 `
 
