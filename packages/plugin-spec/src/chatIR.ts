@@ -158,6 +158,8 @@ export interface Usage {
   /** Of `cacheWriteTokens`, those written to Anthropic's 1-hour cache (priced apart); absent = none. */
   readonly cacheWrite1hTokens?: number
   readonly reasoningTokens: number
+  /** Web searches the vendor ran for the call (a Responses upstream's `web_search_call` items); absent = none. */
+  readonly webSearches?: number
 }
 
 export interface ChatResponse {

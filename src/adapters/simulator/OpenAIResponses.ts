@@ -127,6 +127,27 @@ const outputOf = (plan: ReplyPlan, request: ResponsesRequest, suffix: string, se
   return items
 }
 
+/**
+ * OpenAI's hosted web search, as the simulated model uses it: when the request offers a `web_search` tool and the
+ * last user message asks to search, one search (a `web_search_call` item with its query and sources) comes before the
+ * answer. OpenAI bills each search apart from tokens, so usage is as without it.
+ */
+const webSearchItem = (request: ResponsesRequest, userText: string, suffix: string): Event | undefined => {
+  const offered = request.tools.some((tool) => stringField(tool, "type")?.startsWith("web_search") === true)
+  if (!offered || !/\bsearch\b/i.test(userText)) return undefined
+  const query = userText.split(/\s+/).filter(Boolean).slice(-8).join(" ")
+  return {
+    id: `ws_sim${suffix}`,
+    type: "web_search_call",
+    status: "completed",
+    action: {
+      type: "search",
+      query,
+      sources: [{ type: "url", url: `https://example.com/search?q=${encodeURIComponent(query)}` }]
+    }
+  }
+}
+
 /** Text of the last user message, and the function outputs the conversation ends with (the turn they answer). */
 const lastTurn = (
   items: ReadonlyArray<JsonRecord>
@@ -208,7 +229,11 @@ export const createResponse = (
     const suffix = context.nextId()
     const id = `resp_sim${suffix}`
     const headers = { "x-request-id": `req_sim${suffix}` }
-    const output = outputOf(plan, parsed, suffix, context.thinkingSecret)
+    const search = turn.toolResult === undefined ? webSearchItem(parsed, turn.userText, suffix) : undefined
+    const output = [
+      ...(search === undefined ? [] : [search]),
+      ...outputOf(plan, parsed, suffix, context.thinkingSecret)
+    ]
     const incomplete = plan.finish === "length"
     const settings = settingsOf(body)
     const response = (status: string, done: boolean) => ({

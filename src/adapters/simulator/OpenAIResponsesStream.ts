@@ -73,6 +73,20 @@ const itemEvents = (item: Event, index: number): { readonly open: Array<Event>; 
         ]
       }
     }
+    case "web_search_call": {
+      const at = { output_index: index, item_id: item.id }
+      return {
+        open: [
+          { type: "response.output_item.added", output_index: index, item: { ...item, status: "in_progress" } },
+          { type: "response.web_search_call.in_progress", ...at },
+          { type: "response.web_search_call.searching", ...at }
+        ],
+        close: [
+          { type: "response.web_search_call.completed", ...at },
+          { type: "response.output_item.done", output_index: index, item }
+        ]
+      }
+    }
     default: {
       const args = String(item.arguments)
       return {

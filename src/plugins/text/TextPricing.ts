@@ -8,6 +8,9 @@
  * `input` (`cacheWrite1h` falls back to `cacheWrite` first). Each part is rounded up to the micro-dollar on its own,
  * so the price is exactly the sum of its parts. The hold prices every counted input token at the highest input-side
  * price, since the tokenizer cannot tell which tokens the vendor will find cached.
+ *
+ * Hosted web search: each search the vendor ran (`Usage.webSearches`) costs `webSearch` (absent: nothing). A request
+ * that offers a web search tool holds for HELD_WEB_SEARCHES of them; more are charged past the hold.
  */
 import { costPerMillion } from "../../domain/Money.ts"
 import type { Micros } from "../../domain/Money.ts"
@@ -17,7 +20,7 @@ import type { ChatRequest, Usage } from "./convert/ChatIR.ts"
 
 /** The prices this family bills by (the operator config may set no others). */
 export const TEXT_PRICE_KEYS: PriceKeys = {
-  allowed: ["input", "output", "cacheRead", "cacheWrite", "cacheWrite1h"],
+  allowed: ["input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "webSearch"],
   required: ["input", "output"]
 }
 
@@ -33,6 +36,11 @@ export const tokenPrices = (model: PluginModel) => {
     cacheWrite1h: model.pricing.cacheWrite1h ?? cacheWrite
   }
 }
+
+export const HELD_WEB_SEARCHES = 5
+
+const offersWebSearch = (request: ChatRequest): boolean =>
+  request.hostedTools?.some((tool) => tool.type.startsWith("web_search")) === true
 
 /** The output the hold covers: what the request asks for, or the model's configured cap when it names none. */
 export const outputCap = (request: ChatRequest, model: PluginModel): number =>
@@ -71,12 +79,15 @@ export const textPricing: PricingRule<{ readonly request: ChatRequest; readonly 
     const inputSide = [prices.input, prices.cacheRead, prices.cacheWrite, prices.cacheWrite1h]
     // Each extra input-side price is one more rounding up in `price`: at most one micro-dollar each.
     const roundings = BigInt(new Set(inputSide).size - 1)
+    const searches = offersWebSearch(request) ? BigInt(HELD_WEB_SEARCHES) * (model.pricing.webSearch ?? 0n) : 0n
     return (
       costPerMillion(BigInt(inputTokens), max(...inputSide)) +
       roundings +
-      costPerMillion(BigInt(Math.max(outputCap(request, model), 0)), prices.output)
+      costPerMillion(BigInt(Math.max(outputCap(request, model), 0)), prices.output) +
+      searches
     )
   },
   price: (usage, model) =>
-    priceParts(usage, model).reduce((sum, part) => sum + costPerMillion(BigInt(part.tokens), part.perMillion), 0n)
+    priceParts(usage, model).reduce((sum, part) => sum + costPerMillion(BigInt(part.tokens), part.perMillion), 0n) +
+    BigInt(Math.max(0, Math.floor(usage.webSearches ?? 0))) * (model.pricing.webSearch ?? 0n)
 }

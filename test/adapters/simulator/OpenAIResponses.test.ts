@@ -239,6 +239,42 @@ layer(Simulator.layer)("simulator speaks OpenAI's Responses API", (it) => {
     })
   )
 
+  it.effect("web_search: asked to search, one web_search_call with its query and sources before the answer", () =>
+    Effect.gen(function* () {
+      const sim = yield* Simulator
+      const body = { model: "gpt-5", input: "Please search the web for tollgate", tools: [{ type: "web_search" }] }
+      const response = yield* create(sim, body)
+      assert.deepStrictEqual(
+        response.output.map((item: Wire) => item.type),
+        ["web_search_call", "message"]
+      )
+      const [search] = response.output
+      assert.strictEqual(search.status, "completed")
+      assert.strictEqual(search.action.type, "search")
+      assert.include(search.action.query, "tollgate")
+      assert.match(search.action.sources[0].url, /^https:\/\//)
+      const events = yield* stream(sim, body)
+      assert.deepStrictEqual(shape(events).slice(2, 7), [
+        "response.output_item.added",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.output_item.done"
+      ])
+      // Not asked to search, or without the tool: no search.
+      const plain = yield* create(sim, { ...body, input: "Hello" })
+      assert.deepStrictEqual(
+        plain.output.map((item: Wire) => item.type),
+        ["message"]
+      )
+      const toolless = yield* create(sim, { ...body, tools: [] })
+      assert.deepStrictEqual(
+        toolless.output.map((item: Wire) => item.type),
+        ["message"]
+      )
+    })
+  )
+
   it.effect("reasoning: an rs_ item first with its summary and encrypted_content, counted as reasoning tokens", () =>
     Effect.gen(function* () {
       const sim = yield* Simulator

@@ -5,7 +5,9 @@
  * field's path in `param`.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { assertBilled } from "./Billing.ts"
+import { formatMicros, parseDecimal } from "../../../src/domain/Money.ts"
+import { readFrames } from "../../plugins/text/convert/helpers.ts"
+import { assertBilled, priceOf, settledLedger } from "./Billing.ts"
 import { type ChatHarness, closeAfterReplay, type Customer, startChatHarness } from "./ChatHarness.ts"
 
 let h: ChatHarness
@@ -70,5 +72,52 @@ describe("a hosted tool the model's upstream does not run", () => {
     assert.strictEqual(refused.json().error.param, request.param)
     assert.isUndefined(refused.warning)
     await assertBilled(h.admin, customer, [])
+  })
+})
+
+describe("web_search on an openai-responses upstream", () => {
+  const SEARCH = 10_000n // sim-responses' webSearch price in the harness: USD 0.01
+
+  const request = (stream: boolean) => ({
+    model: "sim-responses",
+    input: "Please search the web for tollgate",
+    tools: [{ type: "web_search" }],
+    stream
+  })
+
+  /** The one charge of the account: its tokens at the token prices plus one search, recorded with its usage. */
+  const assertChargedOneSearch = async (customer: Customer, usage: Record<string, number>) => {
+    const entries = await settledLedger(h.admin, customer.accountId)
+    const charged = entries.filter((e) => e.type === "UsageRecalculated")
+    assert.strictEqual(charged.length, 1)
+    const tokens = priceOf({ input: usage.input_tokens, output: usage.output_tokens })
+    assert.strictEqual(charged[0].data.cost, formatMicros((parseDecimal(tokens) as bigint) + SEARCH))
+    assert.strictEqual((charged[0].data.usage as Record<string, number>).webSearches, 1)
+    assert.strictEqual((await h.admin.balance(customer.accountId)).held, "0.000000")
+  }
+
+  it("JSON: served by the upstream, its web_search_call with sources reaches the client, billed at webSearch", async () => {
+    const customer = await h.admin.customer()
+    const served = await post(customer, "/v1/responses", request(false))
+    assert.strictEqual(served.status, 200, served.text)
+    assert.isUndefined(served.warning)
+    const output = served.json().output as unknown as ReadonlyArray<Record<string, Record<string, unknown>>>
+    const search = output.find((item) => (item.type as unknown) === "web_search_call")
+    assert.isDefined(search, served.text)
+    assert.strictEqual(search?.action.type, "search")
+    assert.isAbove(((search?.action.sources ?? []) as ReadonlyArray<unknown>).length, 0)
+    await assertChargedOneSearch(customer, served.json().usage as Record<string, number>)
+  })
+
+  it("streamed: the search's events pass through, billed at webSearch", async () => {
+    const customer = await h.admin.customer()
+    const served = await post(customer, "/v1/responses", request(true))
+    assert.strictEqual(served.status, 200, served.text)
+    const events = readFrames(served.text.split(/(?<=\n\n)/).filter((f) => f.trim() !== "")).map(
+      (f) => f.data as Record<string, Record<string, unknown>>
+    )
+    assert.isTrue(events.some((e) => (e.type as unknown) === "response.web_search_call.completed"))
+    const completed = events.find((e) => (e.type as unknown) === "response.completed")
+    await assertChargedOneSearch(customer, completed?.response.usage as Record<string, number>)
   })
 })

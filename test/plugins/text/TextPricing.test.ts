@@ -9,7 +9,7 @@ import fc from "fast-check"
 import { costPerMillion } from "../../../src/domain/Money.ts"
 import type { PluginModel } from "../../../src/plugins/ModelPlugin.ts"
 import type { Usage } from "../../../src/plugins/text/convert/ChatIR.ts"
-import { priceParts, textPricing } from "../../../src/plugins/text/TextPricing.ts"
+import { HELD_WEB_SEARCHES, priceParts, textPricing } from "../../../src/plugins/text/TextPricing.ts"
 
 const price = fc.bigInt({ min: 0n, max: 100_000_000n })
 const tokens = fc.nat({ max: 5_000_000 })
@@ -123,5 +123,35 @@ describe("text pricing with prompt caching", () => {
     })
     // Anthropic's published ratios: reads 0.1×, 5-minute writes 1.25×, 1-hour writes 2× the input price.
     assert.strictEqual(textPricing.price(u, cached), 3_000n + 3_000n + 5_625n + 3_000n + 1_500n)
+  })
+})
+
+describe("hosted web search", () => {
+  const request = (hosted: boolean) =>
+    ({
+      model: "m",
+      system: [],
+      messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],
+      tools: [],
+      stream: false,
+      ...(hosted ? { hostedTools: [{ param: "tools.0", type: "web_search" }] } : {})
+    }) as const
+
+  it("each search costs webSearch on top of the tokens; a request offering search holds for HELD_WEB_SEARCHES", () => {
+    fc.assert(
+      fc.property(prices, price, usage, fc.nat({ max: 20 }), (p, perSearch, u, searches) => {
+        const priced = model({ ...p, webSearch: perSearch })
+        const tokensOnly = textPricing.price(u, priced)
+        assert.strictEqual(
+          textPricing.price({ ...u, webSearches: searches }, priced),
+          tokensOnly + BigInt(searches) * perSearch
+        )
+        const held = textPricing.estimate({ request: request(true), inputTokens: 10 }, priced)
+        const plain = textPricing.estimate({ request: request(false), inputTokens: 10 }, priced)
+        assert.strictEqual(held - plain, BigInt(HELD_WEB_SEARCHES) * perSearch)
+        // Without a webSearch price a search costs nothing.
+        assert.strictEqual(textPricing.price({ ...u, webSearches: searches }, model(p)), textPricing.price(u, model(p)))
+      })
+    )
   })
 })

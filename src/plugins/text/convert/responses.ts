@@ -25,17 +25,23 @@ import { asCount, asRecord, compact, fnv1a, JSON_OBJECT_INSTRUCTION, type JsonRe
 import { packToolId, responsesEncrypted } from "./thinkingSignature.ts"
 import type { ToolNames } from "./toolNamespaces.ts"
 
-export const responsesUsageToIR = (raw: unknown): Usage => {
+/**
+ * A Response's usage in the IR. The searches its hosted web search ran are not in `usage` but in `output` (one
+ * `web_search_call` item each), and are billed apart (the `webSearch` price).
+ */
+export const responsesUsageToIR = (raw: unknown, output?: unknown): Usage => {
   const usage = asRecord(raw)
   const details = asRecord(usage.input_tokens_details)
   const cacheRead = asCount(details.cached_tokens)
   const cacheWrite = asCount(details.cache_write_tokens)
+  const searches = Array.isArray(output) ? output.filter((item) => asRecord(item).type === "web_search_call").length : 0
   return {
     inputTokens: Math.max(0, asCount(usage.input_tokens) - cacheRead - cacheWrite),
     outputTokens: asCount(usage.output_tokens),
     cacheReadTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
-    reasoningTokens: asCount(asRecord(usage.output_tokens_details).reasoning_tokens)
+    reasoningTokens: asCount(asRecord(usage.output_tokens_details).reasoning_tokens),
+    ...(searches > 0 ? { webSearches: searches } : {})
   }
 }
 

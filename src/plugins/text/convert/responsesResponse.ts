@@ -61,7 +61,7 @@ export const responsesResponseToIR = (body: unknown): Converted<ChatResponse> =>
       body.incomplete_details,
       content.some((p) => p.type === "tool_call")
     ),
-    usage: responsesUsageToIR(body.usage)
+    usage: responsesUsageToIR(body.usage, body.output)
   })
 }
 

@@ -36,7 +36,9 @@ export const makeResponsesStreamParser = (fallback: Fallback): StreamParser => {
   let usage: Usage | undefined
 
   const finishWith = (response: JsonRecord) => {
-    if (response.usage !== undefined && response.usage !== null) usage = responsesUsageToIR(response.usage)
+    if (response.usage !== undefined && response.usage !== null) {
+      usage = responsesUsageToIR(response.usage, response.output)
+    }
     if (response.status === "failed") {
       const error = asRecord(response.error)
       seq.error(errorKindOf(error.code), asString(error.message) ?? "the upstream failed to finish the response")
