@@ -162,10 +162,19 @@ export interface Usage {
   readonly webSearches?: number
 }
 
+/** One web search the vendor ran for the answer (its hosted search tool): what it searched for and what it found. */
+export interface WebSearch {
+  readonly id: string
+  readonly query: string
+  readonly sources: ReadonlyArray<{ readonly url: string; readonly title?: string }>
+}
+
 export interface ChatResponse {
   readonly id: string
   readonly model: string
   readonly content: ReadonlyArray<AssistantPart>
+  /** The vendor's hosted web searches for this answer, in order (shown to Responses clients as `web_search_call`s). */
+  readonly webSearches?: ReadonlyArray<WebSearch>
   readonly stopReason: StopReason
   readonly stopSequence?: string
   readonly usage: Usage

@@ -58,6 +58,33 @@ const contentOf = (plan: ReplyPlan, secret: string): ReadonlyArray<JsonRecord> =
       ])
 ]
 
+/**
+ * Anthropic's server-side web search, as the simulated model uses it: offered `web_search_…` and asked to search, one
+ * search (a `server_tool_use` and its `web_search_tool_result`) before the answer, counted in `usage.server_tool_use`.
+ */
+const searchBlocks = (
+  tools: ReadonlyArray<unknown>,
+  userText: string,
+  answersTools: boolean,
+  suffix: string
+): ReadonlyArray<JsonRecord> => {
+  const offered = tools.some((tool) => stringField(tool, "type")?.startsWith("web_search_") === true)
+  if (!offered || answersTools || !/\bsearch\b/i.test(userText)) return []
+  const query = userText.split(/\s+/).filter(Boolean).slice(-8).join(" ")
+  const id = `srvtoolu_sim${suffix}`
+  const url = `https://example.com/search?q=${encodeURIComponent(query)}`
+  return [
+    { type: "server_tool_use", id, name: "web_search", input: { query } },
+    {
+      type: "web_search_tool_result",
+      tool_use_id: id,
+      content: [
+        { type: "web_search_result", url, title: `Results for ${query}`, encrypted_content: "sim", page_age: null }
+      ]
+    }
+  ]
+}
+
 const blockEvents = (block: JsonRecord, index: number): { readonly open: Array<string>; readonly close: string } => {
   const delta = (payload: JsonRecord) =>
     eventFrame("content_block_delta", { type: "content_block_delta", index, delta: payload })
@@ -76,6 +103,16 @@ const blockEvents = (block: JsonRecord, index: number): { readonly open: Array<s
         close
       }
     }
+    case "server_tool_use":
+      return {
+        open: [
+          start({ ...block, input: {} }),
+          delta({ type: "input_json_delta", partial_json: JSON.stringify(block.input) })
+        ],
+        close
+      }
+    case "web_search_tool_result":
+      return { open: [start(block)], close }
     case "text": {
       const pieces = splitByTokens(String(block.text), TOKENS_PER_DELTA)
       return {
@@ -147,7 +184,10 @@ export const createMessage = (
   return withPromptTokens(tallyAnthropicMessages({ messages, system, tools }), (promptTokens) => {
     const cache = promptCache(cacheKnobs, promptTokens)
     const id = `msg_sim${suffix}`
-    const content = contentOf(plan, context.thinkingSecret)
+    const lastText = contentText(lastUser?.blocks.filter((block) => block.type === "text") ?? [])
+    const search = searchBlocks(tools, lastText, results.length > 0, suffix)
+    const content = [...search, ...contentOf(plan, context.thinkingSecret)]
+    const searched = search.length > 0 ? { server_tool_use: { web_search_requests: 1 } } : {}
     const headers = { "request-id": requestId }
 
     if (field(body, "stream") !== true) {
@@ -161,7 +201,7 @@ export const createMessage = (
           content,
           stop_reason: stopReason(plan),
           stop_sequence: plan.stopSequence ?? null,
-          usage: usageOf(promptTokens, cache, plan.outputTokens)
+          usage: { ...usageOf(promptTokens, cache, plan.outputTokens), ...searched }
         },
         headers
       )
@@ -197,7 +237,7 @@ export const createMessage = (
       eventFrame("message_delta", {
         type: "message_delta",
         delta: { stop_reason: stopReason(plan), stop_sequence: plan.stopSequence ?? null },
-        usage: { ...tokenCounts(promptTokens, cache), output_tokens: plan.outputTokens }
+        usage: { ...tokenCounts(promptTokens, cache), output_tokens: plan.outputTokens, ...searched }
       }),
       eventFrame("message_stop", { type: "message_stop" })
     )

@@ -92,7 +92,11 @@ const validateTurns = (turns: ReadonlyArray<Turn>, secret: string, thinkingOn: b
 export const toolSpecs = (tools: ReadonlyArray<unknown>): ReadonlyArray<ToolSpec> =>
   tools.flatMap((tool) => {
     const name = stringField(tool, "name")
-    return name === undefined ? [] : [{ name, schema: field(tool, "input_schema") ?? {} }]
+    // A versioned tool (`web_search_20250305`, …) is Anthropic's own, not one the model calls for the client.
+    const type = stringField(tool, "type")
+    return name === undefined || (type !== undefined && type !== "custom")
+      ? []
+      : [{ name, schema: field(tool, "input_schema") ?? {} }]
   })
 
 export const toolMode = (choice: unknown): ToolMode => {

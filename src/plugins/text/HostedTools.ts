@@ -1,7 +1,8 @@
 /**
  * Hosted tools (`ChatRequest.hostedTools`: a tool the client asks the vendor itself to run, such as a Responses
  * client's `web_search`) on a text model: served where the upstream speaks the client's own protocol (it is sent the
- * client's body), and elsewhere left out of the upstream call with a note for the client (`x-tollgate-warning`), or
+ * client's body), a web search also by an `anthropic` upstream (its own search, see anthropicWebSearch.ts), and
+ * elsewhere left out of the upstream call with a note for the client (`x-tollgate-warning`), or
  * refused before anything is held when the operator set the model's `hostedTools` to `refuse`.
  */
 import type { ChatCall, ChatRequest, PluginFailure, PluginModel } from "../ModelPlugin.ts"
@@ -17,15 +18,16 @@ export const dialectOf = (protocol: TextProtocol) => (protocol === "openai-respo
 
 type Hosted = NonNullable<ChatRequest["hostedTools"]>[number]
 
-/** The hosted tools some upstream of the model would not run: all of them unless every upstream speaks the client's protocol. */
-const unserved = (client: ChatCall["client"], request: ChatRequest, model: PluginModel): ReadonlyArray<Hosted> => {
-  const hosted = request.hostedTools ?? []
-  if (hosted.length === 0) return hosted
-  const native = model.upstreams.every(
-    (upstream) => isTextProtocol(upstream.protocol) && dialectOf(upstream.protocol) === client.dialect
+/** Whether an upstream of `protocol` runs `tool` for a client of `dialect`. */
+const serves = (protocol: string, dialect: string, tool: Hosted): boolean =>
+  isTextProtocol(protocol) &&
+  (dialectOf(protocol) === dialect || (protocol === "anthropic" && tool.type.startsWith("web_search")))
+
+/** The hosted tools some upstream of the model would not run. */
+const unserved = (client: ChatCall["client"], request: ChatRequest, model: PluginModel): ReadonlyArray<Hosted> =>
+  (request.hostedTools ?? []).filter(
+    (tool) => !model.upstreams.every((upstream) => serves(upstream.protocol, client.dialect, tool))
   )
-  return native ? [] : hosted
-}
 
 export const hostedToolRefusal = (
   client: ChatCall["client"],

@@ -16,6 +16,7 @@ import { costPerMillion } from "../../domain/Money.ts"
 import type { Micros } from "../../domain/Money.ts"
 import type { PluginModel, PricingRule } from "../ModelPlugin.ts"
 import type { PriceKeys } from "../ModelPlugin.ts"
+import { MAX_WEB_SEARCHES, wantsWebSearch } from "./convert/anthropicWebSearch.ts"
 import type { ChatRequest, Usage } from "./convert/ChatIR.ts"
 
 /** The prices this family bills by (the operator config may set no others). */
@@ -37,10 +38,8 @@ export const tokenPrices = (model: PluginModel) => {
   }
 }
 
-export const HELD_WEB_SEARCHES = 5
-
-const offersWebSearch = (request: ChatRequest): boolean =>
-  request.hostedTools?.some((tool) => tool.type.startsWith("web_search")) === true
+/** As many as the gateway lets Anthropic's search run in one call (anthropicWebSearch.ts). */
+export const HELD_WEB_SEARCHES = MAX_WEB_SEARCHES
 
 /** The output the hold covers: what the request asks for, or the model's configured cap when it names none. */
 export const outputCap = (request: ChatRequest, model: PluginModel): number =>
@@ -79,7 +78,7 @@ export const textPricing: PricingRule<{ readonly request: ChatRequest; readonly 
     const inputSide = [prices.input, prices.cacheRead, prices.cacheWrite, prices.cacheWrite1h]
     // Each extra input-side price is one more rounding up in `price`: at most one micro-dollar each.
     const roundings = BigInt(new Set(inputSide).size - 1)
-    const searches = offersWebSearch(request) ? BigInt(HELD_WEB_SEARCHES) * (model.pricing.webSearch ?? 0n) : 0n
+    const searches = wantsWebSearch(request) ? BigInt(HELD_WEB_SEARCHES) * (model.pricing.webSearch ?? 0n) : 0n
     return (
       costPerMillion(BigInt(inputTokens), max(...inputSide)) +
       roundings +

@@ -39,13 +39,13 @@ upstreams:
 models:
 ${SIM_MODELS.map(
   (id) =>
-    `  - { id: ${id}, plugin: text, upstreams: [${id}], upstreamModel: ${id}, pricing: { input: "0.15", output: "0.60" } }`
+    `  - { id: ${id}, plugin: text, upstreams: [${id}], upstreamModel: ${id}, pricing: { input: "0.15", output: "0.60", webSearch: "0.01" } }`
 ).join("\n")}
   - { id: fallback-closed, plugin: text, upstreams: [dead, sim-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60" } }
   - { id: fallback-500, plugin: text, upstreams: [broken, sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-kimi, plugin: text, upstreams: [kimi], upstreamModel: kimi-k2, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-responses, plugin: text, upstreams: [sim-responses], upstreamModel: sim-responses, pricing: { input: "0.15", output: "0.60", webSearch: "0.01" } }
-  - { id: hosted-refused, plugin: text, upstreams: [sim-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60" }, hostedTools: refuse }
+  - { id: hosted-refused, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" }, hostedTools: refuse }
   - { id: two-upstreams, plugin: text, upstreams: [sim-anthropic, sim-openai], upstreamModel: sim-x, pricing: { input: "0.15", output: "0.60" } }
 `
 

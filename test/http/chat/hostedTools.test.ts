@@ -7,6 +7,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { formatMicros, parseDecimal } from "../../../src/domain/Money.ts"
 import { readFrames } from "../../plugins/text/convert/helpers.ts"
+import { assertOpenAiSchema } from "../../support/OpenAiSchema.ts"
 import { assertBilled, priceOf, settledLedger } from "./Billing.ts"
 import { type ChatHarness, closeAfterReplay, type Customer, startChatHarness } from "./ChatHarness.ts"
 
@@ -48,7 +49,7 @@ const requests = [
 describe("a hosted tool the model's upstream does not run", () => {
   it.each(requests)("$path: left out, the warning header says which, the call billed as usual", async (request) => {
     const customer = await h.admin.customer()
-    const served = await post(customer, request.path, request.body("sim-anthropic"))
+    const served = await post(customer, request.path, request.body("sim-gemini"))
     assert.strictEqual(served.status, 200, served.text)
     assert.strictEqual(
       served.warning,
@@ -60,7 +61,7 @@ describe("a hosted tool the model's upstream does not run", () => {
       output: usage.output_tokens ?? usage.completion_tokens
     }
     await assertBilled(h.admin, customer, [
-      { requestId: served.requestId, model: "sim-anthropic", outcome: { _tag: "Usage", tokens } }
+      { requestId: served.requestId, model: "sim-gemini", outcome: { _tag: "Usage", tokens } }
     ])
   })
 
@@ -75,11 +76,29 @@ describe("a hosted tool the model's upstream does not run", () => {
   })
 })
 
-describe("web_search on an openai-responses upstream", () => {
-  const SEARCH = 10_000n // sim-responses' webSearch price in the harness: USD 0.01
+describe("chat completions' web_search_options on an Anthropic model", () => {
+  it("runs as Anthropic's search: no warning, the search billed at webSearch", async () => {
+    const customer = await h.admin.customer()
+    const served = await post(customer, "/v1/chat/completions", {
+      model: "sim-anthropic",
+      messages: [{ role: "user", content: "Please search the web for tollgate" }],
+      web_search_options: {}
+    })
+    assert.strictEqual(served.status, 200, served.text)
+    assert.isUndefined(served.warning)
+    const usage = served.json().usage as Record<string, number>
+    const entries = await settledLedger(h.admin, customer.accountId)
+    const charged = entries.filter((e) => e.type === "UsageRecalculated")
+    const tokens = parseDecimal(priceOf({ input: usage.prompt_tokens, output: usage.completion_tokens })) as bigint
+    assert.strictEqual(charged[0]?.data.cost, formatMicros(tokens + 10_000n))
+  })
+})
+
+describe.each(["sim-responses", "sim-anthropic"])("web_search on %s, run by the vendor", (model) => {
+  const SEARCH = 10_000n // the harness's webSearch price: USD 0.01
 
   const request = (stream: boolean) => ({
-    model: "sim-responses",
+    model,
     input: "Please search the web for tollgate",
     tools: [{ type: "web_search" }],
     stream
@@ -96,11 +115,12 @@ describe("web_search on an openai-responses upstream", () => {
     assert.strictEqual((await h.admin.balance(customer.accountId)).held, "0.000000")
   }
 
-  it("JSON: served by the upstream, its web_search_call with sources reaches the client, billed at webSearch", async () => {
+  it("JSON: its web_search_call with sources reaches the client, no warning, billed at webSearch", async () => {
     const customer = await h.admin.customer()
     const served = await post(customer, "/v1/responses", request(false))
     assert.strictEqual(served.status, 200, served.text)
     assert.isUndefined(served.warning)
+    assertOpenAiSchema("Response", served.json())
     const output = served.json().output as unknown as ReadonlyArray<Record<string, Record<string, unknown>>>
     const search = output.find((item) => (item.type as unknown) === "web_search_call")
     assert.isDefined(search, served.text)
@@ -109,13 +129,14 @@ describe("web_search on an openai-responses upstream", () => {
     await assertChargedOneSearch(customer, served.json().usage as Record<string, number>)
   })
 
-  it("streamed: the search's events pass through, billed at webSearch", async () => {
+  it("streamed: the search's events reach the client, billed at webSearch", async () => {
     const customer = await h.admin.customer()
     const served = await post(customer, "/v1/responses", request(true))
     assert.strictEqual(served.status, 200, served.text)
     const events = readFrames(served.text.split(/(?<=\n\n)/).filter((f) => f.trim() !== "")).map(
       (f) => f.data as Record<string, Record<string, unknown>>
     )
+    for (const event of events) assertOpenAiSchema("ResponseStreamEvent", event)
     assert.isTrue(events.some((e) => (e.type as unknown) === "response.web_search_call.completed"))
     const completed = events.find((e) => (e.type as unknown) === "response.completed")
     await assertChargedOneSearch(customer, completed?.response.usage as Record<string, number>)

@@ -44,8 +44,16 @@ describe("a Responses client's hosted tools", () => {
     }
   })
 
+  it("web_search runs as Anthropic's own search on an anthropic upstream: no note, no refusal", () => {
+    assert.isUndefined(plugin.check?.(client, request, model("anthropic", "refuse")))
+    assert.deepStrictEqual(plugin.notes?.(client, request, model("anthropic")), [])
+    // Any other hosted tool is not Anthropic's to run.
+    const other = ok(responsesRequestToIR({ ...body, tools: [{ type: "file_search", vector_store_ids: ["v"] }] }))
+    assert.strictEqual(plugin.check?.(client, other, model("anthropic", "refuse"))?.param, "tools.0")
+  })
+
   it("are left out elsewhere, with a note naming the field", () => {
-    for (const protocol of ["openai", "anthropic", "gemini"]) {
+    for (const protocol of ["openai", "gemini"]) {
       assert.isUndefined(plugin.check?.(client, request, model(protocol)))
       assert.deepStrictEqual(plugin.notes?.(client, request, model(protocol, "omit")), [
         "tools.1: the hosted tool 'web_search' was left out (this model's upstream does not run it)"
@@ -54,7 +62,7 @@ describe("a Responses client's hosted tools", () => {
   })
 
   it("are refused elsewhere when the operator says so: the gateway's own code, the field's path", () => {
-    for (const protocol of ["openai", "anthropic", "gemini"]) {
+    for (const protocol of ["openai", "gemini"]) {
       const refusal = plugin.check?.(client, request, model(protocol, "refuse"))
       assert.strictEqual(refusal?.reason, "invalid_request")
       assert.strictEqual(refusal?.code, "unsupported_tool")
@@ -72,7 +80,8 @@ describe("chat completions' web_search_options", () => {
   it("is OpenAI's to run on an openai upstream, and left out (or refused) on the others", () => {
     const openaiClient = { dialect: "openai" as const, body: chat }
     assert.deepStrictEqual(plugin.notes?.(openaiClient, ir, model("openai")), [])
-    assert.deepStrictEqual(plugin.notes?.(openaiClient, ir, model("anthropic")), [
+    assert.deepStrictEqual(plugin.notes?.(openaiClient, ir, model("anthropic")), [])
+    assert.deepStrictEqual(plugin.notes?.(openaiClient, ir, model("gemini")), [
       "web_search_options: the hosted tool 'web_search' was left out (this model's upstream does not run it)"
     ])
     assert.strictEqual(plugin.check?.(openaiClient, ir, model("gemini", "refuse"))?.param, "web_search_options")

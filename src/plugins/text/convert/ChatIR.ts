@@ -38,7 +38,8 @@ export type {
   ToolDefinition,
   ToolResultPart,
   Usage,
-  UserPart
+  UserPart,
+  WebSearch
 } from "@tollgate/plugin-spec/chat"
 
 export const emptyUsage: Usage = {

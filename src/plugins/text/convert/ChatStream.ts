@@ -7,7 +7,7 @@
  * anywhere, after which nothing follows. `usage` events carry the latest cumulative usage and may appear anywhere
  * before the end (encoders may ignore them; billing reads them when a stream is cut).
  */
-import type { StopReason, Usage } from "./ChatIR.ts"
+import type { StopReason, Usage, WebSearch } from "./ChatIR.ts"
 
 /** One upstream SSE event: its `event:` name, if any, and its `data:` already parsed (or the raw text, e.g. `[DONE]`). */
 export interface UpstreamEvent {
@@ -48,6 +48,8 @@ export type StreamEvent =
   | { readonly type: "tool_input_delta"; readonly index: number; readonly json: string }
   | { readonly type: "block_stop"; readonly index: number }
   | { readonly type: "usage"; readonly usage: Usage }
+  /** A hosted web search the vendor ran, whole (between blocks: never inside one). */
+  | { readonly type: "web_search"; readonly search: WebSearch }
   | {
       readonly type: "message_end"
       readonly stopReason: StopReason
@@ -156,6 +158,12 @@ export const makeSequencer = (fallback: Fallback) => {
     },
     usage: (usage: Usage) => {
       if (!done) out.push({ type: "usage", usage })
+    },
+    webSearch: (search: WebSearch) => {
+      if (done) return
+      start(undefined, undefined)
+      close()
+      out.push({ type: "web_search", search })
     },
     finish: (end: { stopReason: StopReason; stopSequence?: string; usage?: Usage; truncated: boolean }) => {
       if (done) return

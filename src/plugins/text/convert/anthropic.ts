@@ -36,6 +36,7 @@ import type {
 import { convertError } from "./ChatIR.ts"
 import { asCount, asRecord, compact, JSON_OBJECT_INSTRUCTION, type JsonRecord } from "./json.ts"
 import { sanitizeToolId } from "./toolId.ts"
+import { WEB_SEARCH_TOOL, wantsWebSearch, webSearchRequests } from "./anthropicWebSearch.ts"
 
 export interface AnthropicRequestOptions {
   /** Anthropic requires `max_tokens`; used when the client gave none. */
@@ -76,13 +77,15 @@ export const anthropicUsageToIR = (raw: unknown): Usage => {
   const usage = asRecord(raw)
   const cacheWrite = asCount(usage.cache_creation_input_tokens)
   const oneHour = Math.min(cacheWrite, asCount(asRecord(usage.cache_creation).ephemeral_1h_input_tokens))
+  const searches = webSearchRequests(usage)
   return {
     inputTokens: asCount(usage.input_tokens),
     outputTokens: asCount(usage.output_tokens),
     cacheReadTokens: asCount(usage.cache_read_input_tokens),
     cacheWriteTokens: cacheWrite,
     ...(oneHour > 0 ? { cacheWrite1hTokens: oneHour } : {}),
-    reasoningTokens: asCount(asRecord(usage.output_tokens_details).thinking_tokens)
+    reasoningTokens: asCount(asRecord(usage.output_tokens_details).thinking_tokens),
+    ...(searches === undefined ? {} : { webSearches: searches })
   }
 }
 
@@ -236,6 +239,16 @@ export const irToAnthropicRequest = (request: ChatRequest, options: AnthropicReq
   const sampling = options.samplingParams !== "omit"
   const format = request.responseFormat?.type === "json_schema" ? request.responseFormat : undefined
   const effort = request.reasoning?.thinking !== undefined ? request.reasoning.effort : undefined
+  const tools: Array<unknown> = request.tools.map((t) =>
+    compact({
+      name: t.name,
+      description: t.description,
+      input_schema: { type: "object", ...t.parameters },
+      strict: t.strict
+    })
+  )
+  // A hosted web search asked for in another protocol runs as Anthropic's own (anthropicWebSearch.ts).
+  if (wantsWebSearch(request)) tools.push(WEB_SEARCH_TOOL)
   const outputConfig = compact({
     effort,
     format: format === undefined ? undefined : { type: "json_schema", schema: format.schema }
@@ -246,17 +259,7 @@ export const irToAnthropicRequest = (request: ChatRequest, options: AnthropicReq
       max_tokens: maxTokens,
       system: system.length === 0 ? undefined : simplify(system),
       messages: messages.success,
-      tools:
-        request.tools.length > 0
-          ? request.tools.map((t) =>
-              compact({
-                name: t.name,
-                description: t.description,
-                input_schema: { type: "object", ...t.parameters },
-                strict: t.strict
-              })
-            )
-          : undefined,
+      tools: tools.length > 0 ? tools : undefined,
       tool_choice: toolChoiceToAnthropic(request),
       stop_sequences: request.stop,
       temperature:

@@ -7,6 +7,7 @@ import { clientSignature, packToolId, syntheticSignature } from "./thinkingSigna
 import { restoreToolId, sanitizeToolId } from "./toolId.ts"
 import { anthropicUsageToIR, irUsageToAnthropic, stopReasonToAnthropic } from "./anthropic.ts"
 import { thinkingBlockToIR } from "./anthropicRequestToIR.ts"
+import { webSearchesOf } from "./anthropicWebSearch.ts"
 
 // ---------------------------------------------------------------------------------------------------------------
 // response: Anthropic → IR and IR → Anthropic
@@ -37,11 +38,13 @@ export const anthropicResponseToIR = (body: unknown): Converted<ChatResponse> =>
     }
   }
   const stopSequence = asString(body.stop_sequence)
+  const searches = webSearchesOf(asArray(body.content))
   return Result.succeed(
     compact({
       id: asString(body.id) ?? "",
       model: asString(body.model) ?? "",
       content,
+      webSearches: searches.length > 0 ? searches : undefined,
       stopReason: asString(body.stop_reason) ?? "end_turn",
       stopSequence,
       usage: anthropicUsageToIR(body.usage)

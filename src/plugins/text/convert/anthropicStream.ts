@@ -2,7 +2,8 @@
  * Anthropic Messages stream events ↔ streaming IR.
  *
  * Lossy cases:
- * - Parser: server-tool blocks (`server_tool_use`, `web_search_tool_result`, …) and `citations_delta` are dropped;
+ * - Parser: a web search (`server_tool_use` then its `web_search_tool_result`) becomes one `web_search` event; other
+ *   server-tool blocks and `citations_delta` are dropped;
  *   `ping` is dropped (the HTTP layer sends its own keepalives); block indexes are renumbered densely.
  * - Encoder: `message_start` reports the upstream's input usage, or, when the upstream reports none before its end
  *   (OpenAI, Gemini), the gateway's own count of the prompt: clients such as LangChain's ChatAnthropic read the input
@@ -23,6 +24,7 @@ import {
   type UpstreamEvent
 } from "./ChatStream.ts"
 import { asRecord, asString, isRecord, type JsonRecord } from "./json.ts"
+import { queryOf, webSearchOf } from "./anthropicWebSearch.ts"
 import { clientSignature, packToolId, syntheticSignature } from "./thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./toolId.ts"
 
@@ -58,7 +60,10 @@ const mergeUsage = (usage: Usage, raw: JsonRecord): Usage => {
     cacheWriteTokens: has("cache_creation_input_tokens") ? next.cacheWriteTokens : usage.cacheWriteTokens,
     // `message_delta` repeats the cache counts without their 1-hour split: the split message_start gave stands.
     ...oneHourOf(isRecord(raw.cache_creation) ? next.cacheWrite1hTokens : usage.cacheWrite1hTokens),
-    reasoningTokens: isRecord(raw.output_tokens_details) ? next.reasoningTokens : usage.reasoningTokens
+    reasoningTokens: isRecord(raw.output_tokens_details) ? next.reasoningTokens : usage.reasoningTokens,
+    ...((isRecord(raw.server_tool_use) ? next : usage).webSearches === undefined
+      ? {}
+      : { webSearches: (isRecord(raw.server_tool_use) ? next : usage).webSearches })
   }
 }
 
@@ -68,6 +73,10 @@ export const makeAnthropicStreamParser = (fallback: Fallback): StreamParser => {
   let stopReason: string | undefined
   let stopSequence: string | undefined
   let openUpstreamIndex: unknown
+  /** Web searches asked for (`server_tool_use` blocks, by upstream index): their id and streamed input. */
+  const searching = new Map<unknown, { readonly id: string; json: string }>()
+  /** Each search's query, by its id, for the result block that answers it. */
+  const queries = new Map<string, string>()
 
   const finalize = (truncated: boolean) =>
     seq.finish({
@@ -103,6 +112,17 @@ export const makeAnthropicStreamParser = (fallback: Fallback): StreamParser => {
         if (Object.keys(input).length > 0) seq.deltaToolInput(JSON.stringify(input))
         break
       }
+      case "server_tool_use":
+        seq.close()
+        if (typeof block.id === "string") {
+          queries.set(block.id, queryOf(block.input))
+          searching.set(data.index, { id: block.id, json: "" })
+        }
+        return
+      case "web_search_tool_result":
+        seq.close()
+        seq.webSearch(webSearchOf(block, queries.get(asString(block.tool_use_id) ?? "") ?? ""))
+        return
       default:
         // A block we cannot represent: close whatever is open and ignore its deltas.
         seq.close()
@@ -112,8 +132,13 @@ export const makeAnthropicStreamParser = (fallback: Fallback): StreamParser => {
   }
 
   const onBlockDelta = (data: JsonRecord) => {
-    if (data.index !== openUpstreamIndex) return
     const delta = asRecord(data.delta)
+    const search = searching.get(data.index)
+    if (search !== undefined && delta.type === "input_json_delta") {
+      search.json += asString(delta.partial_json) ?? ""
+      queries.set(search.id, queryOf(search.json))
+    }
+    if (data.index !== openUpstreamIndex) return
     switch (delta.type) {
       case "text_delta":
         seq.deltaText(asString(delta.text) ?? "")

@@ -17,7 +17,8 @@ import type {
   ToolCallPart,
   ToolResultPart,
   Usage,
-  UserPart
+  UserPart,
+  WebSearch
 } from "./ChatIR.ts"
 import { Result } from "effect"
 import { imageSourceToUrl } from "./dataUrl.ts"
@@ -77,7 +78,7 @@ export const stopReasonOf = (status: unknown, incomplete: unknown, sawToolCalls:
 }
 
 /** Stable item ids for output the gateway converted (the response id makes them unique across responses). */
-export const itemId = (prefix: "msg" | "rs" | "fc", responseId: string, index: number): string =>
+export const itemId = (prefix: "msg" | "rs" | "fc" | "ws", responseId: string, index: number): string =>
   `${prefix}_${fnv1a(`${responseId}:${index}`)}${fnv1a(`${index}:${responseId}`)}`
 
 export const reasoningItem = (part: AssistantPart, id: string): JsonRecord => {
@@ -94,6 +95,26 @@ export const reasoningItem = (part: AssistantPart, id: string): JsonRecord => {
     summary: text === "" ? [] : [{ type: "summary_text", text }],
     encrypted_content: encrypted
   })
+}
+
+/** A web search the vendor ran, as OpenAI's hosted search reports one. */
+export const webSearchCallItem = (search: WebSearch, id: string): JsonRecord => ({
+  id,
+  type: "web_search_call",
+  status: "completed",
+  action: { type: "search", query: search.query, sources: search.sources.map((s) => ({ type: "url", url: s.url })) }
+})
+
+/** A web search's stream events, as OpenAI streams one: the item added, in progress, searching, completed, done. */
+export const webSearchEvents = (item: JsonRecord, index: number): ReadonlyArray<readonly [string, JsonRecord]> => {
+  const at = { output_index: index, item_id: item.id }
+  return [
+    ["response.output_item.added", { output_index: index, item: { ...item, status: "in_progress" } }],
+    ["response.web_search_call.in_progress", at],
+    ["response.web_search_call.searching", at],
+    ["response.web_search_call.completed", at],
+    ["response.output_item.done", { output_index: index, item }]
+  ]
 }
 
 /** A call as a function_call item; a namespace member's flat name back as its `namespace` and `name`. */

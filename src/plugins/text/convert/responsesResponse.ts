@@ -7,7 +7,15 @@ import { Result } from "effect"
 import type { AssistantPart, ChatResponse, Converted } from "./ChatIR.ts"
 import { convertError } from "./ChatIR.ts"
 import { asArray, asRecord, asString, compact, isRecord, type JsonRecord, parseJsonObject } from "./json.ts"
-import { irUsageToResponses, outputItems, responsesUsageToIR, statusOf, stopReasonOf } from "./responses.ts"
+import {
+  irUsageToResponses,
+  itemId,
+  outputItems,
+  responsesUsageToIR,
+  statusOf,
+  stopReasonOf,
+  webSearchCallItem
+} from "./responses.ts"
 import { readResponsesEncrypted } from "./thinkingSignature.ts"
 import { toolNamesOf } from "./toolNamespaces.ts"
 
@@ -132,7 +140,10 @@ export const irToResponsesResponse = (
     error: status === "failed" ? { code: "server_error", message: "the model failed to finish" } : null,
     incomplete_details,
     model: identity.model,
-    output: outputItems(response.content, identity.id, toolNamesOf(body.tools)),
+    output: [
+      ...(response.webSearches ?? []).map((search, i) => webSearchCallItem(search, itemId("ws", identity.id, i))),
+      ...outputItems(response.content, identity.id, toolNamesOf(body.tools))
+    ],
     ...echoedSettings(body),
     usage: irUsageToResponses(response.usage)
   }

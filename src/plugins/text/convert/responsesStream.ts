@@ -20,7 +20,9 @@ import {
   reasoningItem,
   responsesUsageToIR,
   statusOf,
-  stopReasonOf
+  stopReasonOf,
+  webSearchCallItem,
+  webSearchEvents
 } from "./responses.ts"
 import { echoedSettings, type ResponseIdentity, withoutEncrypted } from "./responsesResponse.ts"
 import { readResponsesEncrypted } from "./thinkingSignature.ts"
@@ -303,6 +305,12 @@ export const makeResponsesStreamEncoder = (options: ResponsesStreamEncoderOption
       case "usage":
         usage = ev.usage
         return []
+      case "web_search": {
+        const index = output.length
+        const item = webSearchCallItem(ev.search, itemId("ws", identity.id, index))
+        output.push(item)
+        return webSearchEvents(item, index).map(([type, fields]) => event(type, fields))
+      }
       case "message_end": {
         const frames = [...stop()]
         if (ev.usage !== undefined) usage = ev.usage
