@@ -120,6 +120,29 @@ const usageOf = (promptTokens: number, plan: ReplyPlan, cache: PromptCache) => {
   }
 }
 
+const offersSearch = (tools: ReadonlyArray<unknown>): boolean =>
+  tools.some((tool) => either(tool, "googleSearch", "google_search") !== undefined)
+
+/**
+ * Google Search grounding, as the simulated model uses it: offered `googleSearch` and asked to search (not answering a
+ * function call), it searches once and grounds its answer on one page, reported on the final candidate.
+ */
+const groundingOf = (
+  tools: ReadonlyArray<unknown>,
+  userText: string,
+  answersTools: boolean
+): JsonRecord | undefined => {
+  if (!offersSearch(tools) || answersTools || !/\bsearch\b/i.test(userText)) return undefined
+  const query = userText.split(/\s+/).filter(Boolean).slice(-8).join(" ")
+  const uri = `https://example.com/search?q=${encodeURIComponent(query)}`
+  return {
+    webSearchQueries: [query],
+    searchEntryPoint: { renderedContent: `<div>${query}</div>` },
+    groundingChunks: [{ web: { uri, title: `Results for ${query}` } }],
+    groundingSupports: []
+  }
+}
+
 /** All three Gemini methods; `method` comes from `GEMINI_ROUTE`. */
 export const geminiGenerate = (
   request: SimRequest,
@@ -155,6 +178,10 @@ export const geminiGenerate = (
   if (method === "countTokens")
     return withPromptTokens(tally, (promptTokens) => json(200, { totalTokens: promptTokens }))
 
+  // Gemini models before Gemini 3 refuse a built-in tool beside function declarations; the simulator does too.
+  if (offersSearch(tools) && toolSpecs(tools).length > 0) {
+    return json(400, geminiError(400, "Tool use with function calling is unsupported"))
+  }
   const config = either(body, "generationConfig", "generation_config")
   const thinkingConfig = either(config, "thinkingConfig", "thinking_config")
   const last = contents[contents.length - 1]
@@ -170,11 +197,13 @@ export const geminiGenerate = (
         partsOf(content).some((part) => typeof part.text === "string")
     )
   const stop = either(config, "stopSequences", "stop_sequences")
+  const lastUserText = partsOf(lastUser)
+    .filter((part) => typeof part.text === "string" && part.thought !== true)
+    .map((part) => part.text as string)
+    .join("\n")
+  const grounding = groundingOf(tools, lastUserText, responses.length > 0)
   const plan = planReply({
-    lastUserText: partsOf(lastUser)
-      .filter((part) => typeof part.text === "string" && part.thought !== true)
-      .map((part) => part.text as string)
-      .join("\n"),
+    lastUserText,
     toolResult: responses.length > 0 ? responses.join("\n") : undefined,
     tools: toolSpecs(tools),
     toolMode: toolMode(either(body, "toolConfig", "tool_config")),
@@ -202,6 +231,7 @@ export const geminiGenerate = (
         {
           content: { role: "model", parts },
           ...(final ? { finishReason: finishReason(plan) } : {}),
+          ...(final && grounding !== undefined ? { groundingMetadata: grounding } : {}),
           index: 0
         }
       ],

@@ -114,6 +114,53 @@ layer(Simulator.layer)("simulator speaks Gemini generateContent to the official 
     })
   )
 
+  it.effect("googleSearch: asked to search, groundingMetadata on the final candidate, JSON and streamed", () =>
+    Effect.gen(function* () {
+      const ai = clientFor(yield* Simulator)
+      const request = {
+        model: "gemini-2.5-flash",
+        contents: "Please search the web for tollgate",
+        config: { tools: [{ googleSearch: {} }] }
+      }
+      const response = yield* Effect.promise(() => ai.models.generateContent(request))
+      const grounding = response.candidates![0]!.groundingMetadata!
+      assert.strictEqual(grounding.webSearchQueries!.length, 1)
+      assert.include(grounding.webSearchQueries![0], "tollgate")
+      assert.match(grounding.groundingChunks![0]!.web!.uri!, /^https:\/\//)
+      const chunks = yield* Effect.promise(async () => {
+        const all = []
+        for await (const chunk of await ai.models.generateContentStream(request)) all.push(chunk)
+        return all
+      })
+      const grounded = chunks.filter((chunk) => chunk.candidates?.[0]?.groundingMetadata !== undefined)
+      assert.deepStrictEqual(grounded, [chunks[chunks.length - 1]!])
+      assert.deepStrictEqual(grounded[0]!.candidates![0]!.groundingMetadata, grounding)
+      // Not asked to search: no grounding.
+      const plain = yield* Effect.promise(() => ai.models.generateContent({ ...request, contents: "Hello" }))
+      assert.isUndefined(plain.candidates![0]!.groundingMetadata)
+    })
+  )
+
+  it.effect("googleSearch beside function declarations is refused, as Gemini models before Gemini 3 do", () =>
+    Effect.gen(function* () {
+      const ai = clientFor(yield* Simulator)
+      const error = yield* Effect.promise(() =>
+        ai.models
+          .generateContent({
+            model: "gemini-2.5-flash",
+            contents: "x",
+            config: { tools: [weather, { googleSearch: {} }] }
+          })
+          .then(
+            () => undefined,
+            (e: unknown) => e
+          )
+      )
+      assert.instanceOf(error, ApiError)
+      assert.strictEqual((error as ApiError).status, 400)
+    })
+  )
+
   it.effect("a wrong key is 400 INVALID_ARGUMENT, as Gemini answers it", () =>
     Effect.gen(function* () {
       const ai = clientFor(yield* Simulator, "wrong-key")
