@@ -1,12 +1,14 @@
 /**
  * Hosted tools (`ChatRequest.hostedTools`: a tool the client asks the vendor itself to run, such as a Responses
  * client's `web_search`) on a text model: served where the upstream speaks the client's own protocol (it is sent the
- * client's body), a web search also by an `anthropic` upstream (its own search, see anthropicWebSearch.ts), and
+ * client's body), a web search also by an `anthropic` upstream (its own search, see anthropicWebSearch.ts) and by a
+ * `gemini` one when the request has no function tools (Google Search grounding, see geminiWebSearch.ts), and
  * elsewhere left out of the upstream call with a note for the client (`x-tollgate-warning`), or
  * refused before anything is held when the operator set the model's `hostedTools` to `refuse`.
  */
 import type { ChatCall, ChatRequest, PluginFailure, PluginModel } from "../ModelPlugin.ts"
 import { pluginFailure } from "../ModelPlugin.ts"
+import { geminiRunsWebSearch } from "./convert/geminiWebSearch.ts"
 
 export type TextProtocol = "openai" | "anthropic" | "gemini" | "openai-responses"
 
@@ -18,15 +20,18 @@ export const dialectOf = (protocol: TextProtocol) => (protocol === "openai-respo
 
 type Hosted = NonNullable<ChatRequest["hostedTools"]>[number]
 
-/** Whether an upstream of `protocol` runs `tool` for a client of `dialect`. */
-const serves = (protocol: string, dialect: string, tool: Hosted): boolean =>
-  isTextProtocol(protocol) &&
-  (dialectOf(protocol) === dialect || (protocol === "anthropic" && tool.type.startsWith("web_search")))
+/** Whether an upstream of `protocol` runs `tool` of `request` for a client of `dialect`. */
+const serves = (protocol: string, dialect: string, tool: Hosted, request: ChatRequest): boolean => {
+  if (!isTextProtocol(protocol)) return false
+  if (dialectOf(protocol) === dialect) return true
+  if (!tool.type.startsWith("web_search")) return false
+  return protocol === "anthropic" || (protocol === "gemini" && geminiRunsWebSearch(request))
+}
 
 /** The hosted tools some upstream of the model would not run. */
 const unserved = (client: ChatCall["client"], request: ChatRequest, model: PluginModel): ReadonlyArray<Hosted> =>
   (request.hostedTools ?? []).filter(
-    (tool) => !model.upstreams.every((upstream) => serves(upstream.protocol, client.dialect, tool))
+    (tool) => !model.upstreams.every((upstream) => serves(upstream.protocol, client.dialect, tool, request))
   )
 
 export const hostedToolRefusal = (

@@ -33,20 +33,32 @@ const post = async (customer: Customer, path: string, body: unknown) => {
   }
 }
 
+const parameters = { type: "object", properties: {} }
+
+/** Each asks for a web search beside a function tool: what Gemini models before Gemini 3 refuse to combine. */
 const requests = [
   {
     path: "/v1/responses",
-    body: (model: string) => ({ model, input: "Hello", tools: [{ type: "web_search" }] }),
+    body: (model: string) => ({
+      model,
+      input: "Hello",
+      tools: [{ type: "web_search" }, { type: "function", name: "clock", parameters }]
+    }),
     param: "tools.0"
   },
   {
     path: "/v1/chat/completions",
-    body: (model: string) => ({ model, messages: [{ role: "user", content: "Hello" }], web_search_options: {} }),
+    body: (model: string) => ({
+      model,
+      messages: [{ role: "user", content: "Hello" }],
+      tools: [{ type: "function", function: { name: "clock", parameters } }],
+      web_search_options: {}
+    }),
     param: "web_search_options"
   }
 ] as const
 
-describe("a hosted tool the model's upstream does not run", () => {
+describe("a hosted web search beside function tools on a Gemini model", () => {
   it.each(requests)("$path: left out, the warning header says which, the call billed as usual", async (request) => {
     const customer = await h.admin.customer()
     const served = await post(customer, request.path, request.body("sim-gemini"))
@@ -74,13 +86,24 @@ describe("a hosted tool the model's upstream does not run", () => {
     assert.isUndefined(refused.warning)
     await assertBilled(h.admin, customer, [])
   })
+
+  it("without the function tool, the search is Gemini's to run: served even on a model set to refuse", async () => {
+    const customer = await h.admin.customer()
+    const served = await post(customer, "/v1/responses", {
+      model: "hosted-refused",
+      input: "Hello",
+      tools: [{ type: "web_search" }]
+    })
+    assert.strictEqual(served.status, 200, served.text)
+    assert.isUndefined(served.warning)
+  })
 })
 
-describe("chat completions' web_search_options on an Anthropic model", () => {
-  it("runs as Anthropic's search: no warning, the search billed at webSearch", async () => {
+describe.each(["sim-anthropic", "sim-gemini"])("chat completions' web_search_options on %s", (model) => {
+  it("runs as the vendor's search: no warning, the search billed at webSearch", async () => {
     const customer = await h.admin.customer()
     const served = await post(customer, "/v1/chat/completions", {
-      model: "sim-anthropic",
+      model,
       messages: [{ role: "user", content: "Please search the web for tollgate" }],
       web_search_options: {}
     })
@@ -94,7 +117,7 @@ describe("chat completions' web_search_options on an Anthropic model", () => {
   })
 })
 
-describe.each(["sim-responses", "sim-anthropic"])("web_search on %s, run by the vendor", (model) => {
+describe.each(["sim-responses", "sim-anthropic", "sim-gemini"])("web_search on %s, run by the vendor", (model) => {
   const SEARCH = 10_000n // the harness's webSearch price: USD 0.01
 
   const request = (stream: boolean) => ({

@@ -307,7 +307,7 @@ describe("refusals, in OpenAI's envelope, with nothing charged", () => {
   }
 
   it("a hosted tool on a model whose upstream does not run it: left out, the answer says so, billed as used", async () => {
-    // The default catalog sets no webSearch price: a search Anthropic ran costs nothing more than its tokens.
+    // The default catalog sets no webSearch price: a search Anthropic or Gemini ran costs nothing more than its tokens.
     for (const model of ["sim-openai", "sim-anthropic", "sim-gemini"]) {
       const customer = await h.admin.customer()
       const served = await call(customer, "POST", "/v1/responses", {
@@ -320,8 +320,8 @@ describe("refusals, in OpenAI's envelope, with nothing charged", () => {
       })
       assert.strictEqual(served.status, 200, served.text)
       assertOpenAiSchema("Response", served.json())
-      // An Anthropic model runs the web search as Anthropic's own; nobody but OpenAI runs code_interpreter.
-      const left = model === "sim-anthropic" ? [] : ["tools.0: the hosted tool 'web_search' was left out"]
+      // Anthropic and Gemini models run the web search as their vendor's own; nobody but OpenAI runs code_interpreter.
+      const left = model === "sim-openai" ? ["tools.0: the hosted tool 'web_search' was left out"] : []
       assert.strictEqual(
         served.warning,
         [...left, "tools.1: the hosted tool 'code_interpreter' was left out"]

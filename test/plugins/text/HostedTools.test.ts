@@ -52,6 +52,12 @@ describe("a Responses client's hosted tools", () => {
     assert.strictEqual(plugin.check?.(client, other, model("anthropic", "refuse"))?.param, "tools.0")
   })
 
+  it("web_search runs as Google Search grounding on a gemini upstream when no function tool is beside it", () => {
+    const alone = ok(responsesRequestToIR({ ...body, tools: [{ type: "web_search" }] }))
+    assert.isUndefined(plugin.check?.(client, alone, model("gemini", "refuse")))
+    assert.deepStrictEqual(plugin.notes?.(client, alone, model("gemini")), [])
+  })
+
   it("are left out elsewhere, with a note naming the field", () => {
     for (const protocol of ["openai", "gemini"]) {
       assert.isUndefined(plugin.check?.(client, request, model(protocol)))
@@ -77,13 +83,18 @@ describe("chat completions' web_search_options", () => {
   const chat = { model: "m", messages: [{ role: "user", content: "hi" }], web_search_options: {} }
   const ir = ok(openAIRequestToIR(chat))
 
-  it("is OpenAI's to run on an openai upstream, and left out (or refused) on the others", () => {
+  it("is run by openai, anthropic and gemini upstreams; on gemini not beside function tools (left out or refused)", () => {
     const openaiClient = { dialect: "openai" as const, body: chat }
-    assert.deepStrictEqual(plugin.notes?.(openaiClient, ir, model("openai")), [])
-    assert.deepStrictEqual(plugin.notes?.(openaiClient, ir, model("anthropic")), [])
-    assert.deepStrictEqual(plugin.notes?.(openaiClient, ir, model("gemini")), [
+    for (const protocol of ["openai", "anthropic", "gemini"]) {
+      assert.deepStrictEqual(plugin.notes?.(openaiClient, ir, model(protocol)), [])
+    }
+    const withTool = { ...chat, tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }] }
+    const toolIr = ok(openAIRequestToIR(withTool))
+    const toolClient = { dialect: "openai" as const, body: withTool }
+    assert.deepStrictEqual(plugin.notes?.(toolClient, toolIr, model("gemini")), [
       "web_search_options: the hosted tool 'web_search' was left out (this model's upstream does not run it)"
     ])
-    assert.strictEqual(plugin.check?.(openaiClient, ir, model("gemini", "refuse"))?.param, "web_search_options")
+    assert.strictEqual(plugin.check?.(toolClient, toolIr, model("gemini", "refuse"))?.param, "web_search_options")
+    assert.deepStrictEqual(plugin.notes?.(toolClient, toolIr, model("anthropic")), [])
   })
 })

@@ -12,6 +12,7 @@ import type {
 import { convertError } from "./ChatIR.ts"
 import { asCount, asRecord, asString, compact, type JsonRecord } from "./json.ts"
 import { EFFORT_BUDGETS } from "./anthropic.ts"
+import { GOOGLE_SEARCH_TOOL, geminiRunsWebSearch } from "./geminiWebSearch.ts"
 
 const FILES_API_PREFIX = "https://generativelanguage.googleapis.com/"
 
@@ -202,21 +203,24 @@ export const irToGeminiRequest = (request: ChatRequest): Converted<JsonRecord> =
     responseJsonSchema: format?.type === "json_schema" ? format.schema : undefined,
     thinkingConfig: thinkingConfigOf(request)
   })
+  const tools: Array<JsonRecord> =
+    request.tools.length > 0
+      ? [
+          {
+            functionDeclarations: request.tools.map((t) =>
+              compact({ name: t.name, description: t.description, parametersJsonSchema: t.parameters })
+            )
+          }
+        ]
+      : []
+  // A hosted web search asked for in another protocol runs as Google Search grounding (geminiWebSearch.ts).
+  if (geminiRunsWebSearch(request)) tools.push(GOOGLE_SEARCH_TOOL)
   return Result.succeed(
     compact({
       systemInstruction:
         request.system.length > 0 ? { parts: request.system.map((p) => ({ text: p.text })) } : undefined,
       contents: contents.success,
-      tools:
-        request.tools.length > 0
-          ? [
-              {
-                functionDeclarations: request.tools.map((t) =>
-                  compact({ name: t.name, description: t.description, parametersJsonSchema: t.parameters })
-                )
-              }
-            ]
-          : undefined,
+      tools: tools.length > 0 ? tools : undefined,
       toolConfig: request.tools.length === 0 ? undefined : toolConfigOf(request),
       generationConfig: Object.keys(generationConfig).length > 0 ? generationConfig : undefined,
       cachedContent: request.cachedContent

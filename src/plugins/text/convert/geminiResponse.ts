@@ -11,6 +11,7 @@ import {
   stopReasonToGeminiFinish,
   thoughtSignatureOf
 } from "./gemini.ts"
+import { addGrounding, emptyGrounding, webSearchesOf, withSearches } from "./geminiWebSearch.ts"
 
 // ---------------------------------------------------------------------------------------------------------------
 // response: Gemini → IR and IR → Gemini
@@ -63,12 +64,16 @@ export const geminiResponseToIR = (body: unknown, options: GeminiResponseOptions
   const candidate = asArray(body.candidates)[0]
   const { parts } = geminiPartsToIR(asRecord(asRecord(candidate).content).parts, 0)
   const sawToolCalls = parts.some((p) => p.type === "tool_call")
+  const id = asString(body.responseId) ?? options.fallbackId
+  const grounding = addGrounding(emptyGrounding, candidate)
+  const searches = webSearchesOf(grounding, id)
   return Result.succeed({
-    id: asString(body.responseId) ?? options.fallbackId,
+    id,
     model: asString(body.modelVersion) ?? options.fallbackModel,
     content: parts,
+    ...(searches.length > 0 ? { webSearches: searches } : {}),
     stopReason: isRecord(candidate) ? geminiFinishToStopReason(candidate.finishReason, sawToolCalls) : "refusal",
-    usage: geminiUsageToIR(body.usageMetadata)
+    usage: withSearches(geminiUsageToIR(body.usageMetadata), grounding)
   })
 }
 

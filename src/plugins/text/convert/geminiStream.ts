@@ -2,7 +2,8 @@
  * Gemini `streamGenerateContent?alt=sse` chunks ↔ streaming IR.
  *
  * Lossy cases:
- * - Parser: only `candidates[0]` is read; `inlineData`, code-execution parts and a `thoughtSignature` on a text part
+ * - Parser: only `candidates[0]` is read; its Google Search grounding (geminiWebSearch.ts), which comes on the final
+ *   chunk or chunks, becomes `web_search` events at the end, after the answer's blocks; `inlineData`, code-execution parts and a `thoughtSignature` on a text part
  *   are dropped (one on a thought or a function call is kept, see thinkingSignature.ts); the
  *   stream only ends at upstream EOF (Gemini has no terminator), so `end()` must be called. A function call arrives
  *   whole and becomes one tool block with one input delta.
@@ -24,6 +25,7 @@ import {
 } from "./ChatStream.ts"
 import { geminiFinishToStopReason, geminiUsageToIR, irUsageToGemini, stopReasonToGeminiFinish } from "./gemini.ts"
 import { geminiPartsToIR } from "./geminiResponse.ts"
+import { addGrounding, emptyGrounding, webSearchesOf, withSearches } from "./geminiWebSearch.ts"
 import { asArray, asRecord, asString, isRecord, type JsonRecord, parseJsonObject } from "./json.ts"
 
 const GEMINI_ERROR_KINDS: Readonly<Record<string, ErrorKind>> = {
@@ -60,13 +62,19 @@ export const makeGeminiStreamParser = (fallback: Fallback): StreamParser => {
   let finishReason: unknown
   let sawToolCalls = false
   let callIndex = 0
+  let responseId = fallback.id
+  /** Google Search grounding seen so far (it comes on the final chunk or chunks). */
+  let grounding = emptyGrounding
 
-  const finalize = () =>
+  const finalize = () => {
+    for (const search of webSearchesOf(grounding, responseId)) seq.webSearch(search)
+    const counted = usage === undefined && grounding.queries.length > 0 ? emptyUsage : usage
     seq.finish({
       stopReason: geminiFinishToStopReason(finishReason, sawToolCalls),
-      ...(usage ? { usage } : {}),
+      ...(counted ? { usage: withSearches(counted, grounding) } : {}),
       truncated: finishReason === undefined
     })
+  }
 
   return {
     push: (event: UpstreamEvent) => {
@@ -77,7 +85,9 @@ export const makeGeminiStreamParser = (fallback: Fallback): StreamParser => {
         return seq.drain()
       }
       seq.start(asString(data.responseId), asString(data.modelVersion))
+      responseId = asString(data.responseId) ?? responseId
       const candidate = asRecord(asArray(data.candidates)[0])
+      grounding = addGrounding(grounding, candidate)
       const converted = geminiPartsToIR(asRecord(candidate.content).parts, callIndex)
       callIndex = converted.nextCallIndex
       for (const part of converted.parts) {
@@ -103,7 +113,7 @@ export const makeGeminiStreamParser = (fallback: Fallback): StreamParser => {
       if (typeof candidate.finishReason === "string") finishReason = candidate.finishReason
       if (isRecord(data.usageMetadata)) {
         usage = geminiUsageToIR(data.usageMetadata)
-        seq.usage(usage)
+        seq.usage(withSearches(usage, grounding))
       }
       return seq.drain()
     },

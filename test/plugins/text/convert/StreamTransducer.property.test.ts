@@ -106,11 +106,31 @@ const geminiEvent: fc.Arbitrary<UpstreamEvent> = fc.oneof(
         { maxLength: 3 }
       ),
       finishReason: fc.option(fc.constantFrom("STOP", "MAX_TOKENS", "SAFETY", "NEW"), { nil: undefined }),
-      usage: fc.option(fc.nat(), { nil: undefined })
+      usage: fc.option(fc.nat(), { nil: undefined }),
+      // Google Search grounding, well-formed or not.
+      grounding: fc.option(
+        fc.oneof(
+          fc.record({
+            webSearchQueries: fc.array(fc.string(), { maxLength: 3 }),
+            groundingChunks: fc.array(fc.record({ web: fc.record({ uri: fc.string(), title: fc.string() }) }), {
+              maxLength: 3
+            })
+          }),
+          junk
+        ),
+        { nil: undefined }
+      )
     })
-    .map(({ parts, finishReason, usage }) => ({
+    .map(({ parts, finishReason, usage, grounding }) => ({
       data: {
-        candidates: [{ content: { role: "model", parts }, ...(finishReason ? { finishReason } : {}), index: 0 }],
+        candidates: [
+          {
+            content: { role: "model", parts },
+            ...(finishReason ? { finishReason } : {}),
+            ...(grounding === undefined ? {} : { groundingMetadata: grounding }),
+            index: 0
+          }
+        ],
         ...(usage === undefined ? {} : { usageMetadata: { promptTokenCount: usage, candidatesTokenCount: usage } })
       }
     })),
