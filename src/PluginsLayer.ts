@@ -67,7 +67,7 @@ export const layerFrom = (ownedBy: (modelId: string) => string) =>
         PluginRegistry.of({ ...makeLookups(built.entries), plugins: built.plugins, endpoints: built.endpoints })
       ).pipe(
         Context.add(ModelCatalog, ModelCatalog.of({ models: built.catalog })),
-        Context.add(PluginHttp, makeUpstreamHttp(client))
+        Context.add(PluginHttp, makeUpstreamHttp(client, config.upstreams))
       )
     })
   )

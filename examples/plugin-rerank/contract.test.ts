@@ -1,7 +1,6 @@
 /** The rerank plugin against the plugin spec's contract suite for new kinds, as its author runs it: one call. */
-import { describeEndpointPluginContract } from "@tollgate/plugin-spec/contract"
+import { describeEndpointPluginContract, fetchUpstreamHttp } from "@tollgate/plugin-spec/contract"
 import type { PluginModel, UpstreamConfig } from "@tollgate/plugin-spec/endpoint"
-import { Redacted } from "effect"
 import fc from "fast-check"
 import { afterAll, beforeAll } from "vitest"
 import rerankPlugin, { MAX_DOCUMENTS, type RerankRequest, searchUnits } from "./index.ts"
@@ -20,7 +19,6 @@ const upstream: UpstreamConfig = {
   get baseUrl() {
     return simulator?.url ?? "http://127.0.0.1:9/v1"
   },
-  apiKey: Redacted.make("sim-rerank-key"),
   timeoutMs: 5_000,
   idleTimeoutMs: 5_000,
   maxConnections: 4
@@ -65,6 +63,8 @@ describeEndpointPluginContract("examples/plugin-rerank", rerankPlugin, {
     { query: "q", documents: ["a"] }
   ],
   inputs: requests,
+  // The gateway adds an upstream's key by its name; so does the suite's HTTP capability.
+  http: fetchUpstreamHttp({ keys: { "rerank-sim": "sim-rerank-key" } }),
   usageWithin: (request) =>
     fc.record({
       searchUnits: fc.integer({ min: 0, max: searchUnits(request) }),

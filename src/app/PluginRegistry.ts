@@ -19,6 +19,7 @@ import type { OperatorConfigData } from "./config/OperatorConfigData.ts"
 import type { CatalogModel } from "./ModelCatalog.ts"
 import { OperatorConfig, OperatorConfigError } from "./OperatorConfig.ts"
 import { isBuiltinKind, pluginShapeProblems } from "@tollgate/plugin-spec/shape"
+import { atBoundary } from "./PluginBoundary.ts"
 
 /** A model served on the chat endpoints. */
 export interface RegisteredModel {
@@ -129,7 +130,10 @@ type Loaded =
   | { readonly _tag: "Loaded"; readonly plugin: ModelPlugin }
   | { readonly _tag: "Broken"; readonly issues: ReadonlyArray<string> }
 
-/** Imports the operator's plugin modules; each exports a plugin as its default export (or as `plugin`). */
+/**
+ * Imports the operator's plugin modules; each exports a plugin as its default export (or as `plugin`). Each is wrapped
+ * at the boundary (app/PluginBoundary.ts): it never sees a key, and its failures are read by their shape.
+ */
 export const loadPlugins = (specifiers: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     // Every module is tried, so an operator sees every broken one at once.
@@ -143,7 +147,7 @@ export const loadPlugins = (specifiers: ReadonlyArray<string>) =>
           const problems = pluginShapeProblems(candidate)
           return problems.length > 0
             ? { _tag: "Broken", issues: problems.map((problem) => `plugins: ${specifier}: ${problem}`) }
-            : { _tag: "Loaded", plugin: candidate as ModelPlugin }
+            : { _tag: "Loaded", plugin: atBoundary(candidate as ModelPlugin) }
         }),
         Effect.catch((issue: string) => Effect.succeed<Loaded>({ _tag: "Broken", issues: [issue] }))
       )

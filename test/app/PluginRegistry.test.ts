@@ -146,6 +146,16 @@ describe("loadPlugins", () => {
     Effect.gen(function* () {
       const file = moduleFile("v2.mjs", pluginSource(`specificationVersion: "v2",`))
       const issues = yield* issuesOf(loadPlugins([file]))
+      assert.deepStrictEqual(issues, [
+        `plugins: ${file}: specificationVersion: the plugin implements v2 of the plugin spec (@tollgate/plugin-spec@2.x), but this gateway serves v1 only (@tollgate/plugin-spec@1.x): use a release of the plugin built against @tollgate/plugin-spec@1.x, or a gateway that serves v2`
+      ])
+    })
+  )
+
+  it.effect("refuses a version that is not one at all by the expected value", () =>
+    Effect.gen(function* () {
+      const file = moduleFile("v1.0.mjs", pluginSource(`specificationVersion: "1.0",`))
+      const issues = yield* issuesOf(loadPlugins([file]))
       assert.deepStrictEqual(issues, [`plugins: ${file}: specificationVersion: expected "v1"`])
     })
   )

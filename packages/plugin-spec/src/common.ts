@@ -3,7 +3,7 @@
  * capability. Types only: nothing here runs, so a plugin depends on this package for its shape and on `effect` alone at
  * run time, and a change in Tollgate's core cannot silently change what v1 means to a plugin.
  */
-import type { Effect, Redacted } from "effect"
+import type { Effect } from "effect"
 
 /** The version of the contract a plugin implements; the gateway refuses a plugin that declares another. */
 export type SpecificationVersion = "v1"
@@ -20,15 +20,16 @@ export type Dialect = "openai" | "anthropic" | "gemini" | "responses"
 /** The wire protocols an upstream can speak (each fixes how its base URL is written and how it authenticates). */
 export type UpstreamProtocol = "openai" | "anthropic" | "gemini" | "openai-responses" | "openai-videos" | "ark"
 
-/** One upstream endpoint, from the operator config's `upstreams:`. */
+/**
+ * One upstream endpoint, from the operator config's `upstreams:`. Its credentials never reach a plugin: the gateway's
+ * HTTP capability (`http`) adds them to each request it sends, by the upstream's `name`.
+ */
 export interface UpstreamConfig {
   /** Its key under `upstreams:`, for logs and errors. */
   readonly name: string
   readonly protocol: UpstreamProtocol
   /** Without a trailing slash; `/v1` for openai-style protocols, `/api/v3` for ark, the host root otherwise. */
   readonly baseUrl: string
-  /** Never log it; the gateway's HTTP capability adds it for you. */
-  readonly apiKey: Redacted.Redacted<string>
   /** Longest wait for the response headers (time to first byte). */
   readonly timeoutMs: number
   /** Longest silence between two chunks of a response body. */

@@ -92,13 +92,26 @@ const endpointProblems = (plugin: Record<string, unknown>): ReadonlyArray<string
   return problems
 }
 
+/** The package's major version that implements a specification version (`v1` → 1). */
+const majorOf = (version: string): string => version.slice(1)
+
+/** Why a plugin of another major version of the spec is refused, and what fixes it. */
+const unknownMajor = (declared: string): string =>
+  `specificationVersion: the plugin implements ${declared} of the plugin spec (@tollgate/plugin-spec@${majorOf(declared)}.x), ` +
+  `but this gateway serves ${SPECIFICATION_VERSION} only (@tollgate/plugin-spec@${majorOf(SPECIFICATION_VERSION)}.x): ` +
+  `use a release of the plugin built against @tollgate/plugin-spec@${majorOf(SPECIFICATION_VERSION)}.x, ` +
+  `or a gateway that serves ${declared}`
+
 /** Every problem with a loaded module's plugin value; empty when the registry can accept it. */
 export const pluginShapeProblems = (value: unknown): ReadonlyArray<string> => {
   if (!isRecord(value)) return ["the module's default export is not an object"]
   const problems: Array<string> = []
-  if (value.specificationVersion !== SPECIFICATION_VERSION) {
-    problems.push(`specificationVersion: expected "${SPECIFICATION_VERSION}"`)
+  const declared = value.specificationVersion
+  // Another major of the spec may mean anything by every other field: say only that, and how to fix it.
+  if (typeof declared === "string" && /^v[0-9]+$/.test(declared) && declared !== SPECIFICATION_VERSION) {
+    return [unknownMajor(declared)]
   }
+  if (declared !== SPECIFICATION_VERSION) problems.push(`specificationVersion: expected "${SPECIFICATION_VERSION}"`)
   if (typeof value.id !== "string" || value.id.length === 0) problems.push("id: expected a non-empty string")
   if (typeof value.family !== "string") problems.push("family: expected a string")
   const pricing = value.pricing

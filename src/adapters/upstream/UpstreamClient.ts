@@ -5,11 +5,10 @@
  * an Effect reading its body, aborts the upstream request and destroys its socket.
  */
 import { noteUpstream } from "../../app/RequestTelemetry.ts"
-import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { type Dispatcher, Pool } from "undici"
-import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
 import { discard, ResponseBody } from "./ResponseBody.ts"
-import { credentialHeaders, protocolHeaders } from "./UpstreamEndpoints.ts"
+import { credentialHeaders, protocolHeaders, type UpstreamTarget, upstreamKey } from "./UpstreamEndpoints.ts"
 import {
   HttpStatus,
   isRequestDefect,
@@ -22,7 +21,7 @@ import {
 import { traced } from "../../app/Traced.ts"
 
 export interface UpstreamRequest {
-  readonly upstream: UpstreamConfig
+  readonly upstream: UpstreamTarget
   readonly method: Dispatcher.HttpMethod
   /** Appended to the base URL's path, query included: `/chat/completions`, `/v1/messages`, `…:streamGenerateContent?alt=sse`. */
   readonly path: string
@@ -72,10 +71,10 @@ export class UpstreamClient extends Context.Service<
     UpstreamClient,
     Effect.gen(function* () {
       const pools = new Map<string, Pool>()
-      const targets = new WeakMap<UpstreamConfig, Target>()
+      const targets = new WeakMap<UpstreamTarget, Target>()
       yield* Effect.addFinalizer(() => closePools(pools))
 
-      const target = (upstream: UpstreamConfig): Target => {
+      const target = (upstream: UpstreamTarget): Target => {
         const known = targets.get(upstream)
         if (known !== undefined) return known
         const url = new URL(upstream.baseUrl)
@@ -152,7 +151,7 @@ export class UpstreamClient extends Context.Service<
         if (answered) {
           return { status: response.statusCode, headers: response.headers, body } satisfies UpstreamResponse
         }
-        const key = Redacted.value(upstream.apiKey)
+        const key = upstreamKey(upstream)
         const raw = yield* body.prefixText(ERROR_BODY_BYTES)
         // Some vendors quote the key they rejected; the body ends up in logs, so it must not carry it.
         const text = key === "" ? raw : raw.replaceAll(key, "<redacted>")

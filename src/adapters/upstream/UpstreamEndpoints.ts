@@ -7,9 +7,19 @@ import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
 
 export const ANTHROPIC_VERSION = "2023-06-01"
 
+/**
+ * An upstream as the client is handed it: the gateway's own (from the operator config, with its key) or a plugin's view
+ * of one, which never carries the key (app/PluginBoundary.ts) and is sent without credentials.
+ */
+export type UpstreamTarget = Omit<UpstreamConfig, "apiKey"> & { readonly apiKey?: UpstreamConfig["apiKey"] | undefined }
+
+/** The upstream's key in the clear, or "" when it has none. */
+export const upstreamKey = (upstream: Pick<UpstreamTarget, "apiKey">): string =>
+  upstream.apiKey === undefined ? "" : Redacted.value(upstream.apiKey)
+
 /** Headers that carry the API key; they override anything the caller set. */
-export const credentialHeaders = (upstream: Pick<UpstreamConfig, "protocol" | "apiKey">): Record<string, string> => {
-  const key = Redacted.value(upstream.apiKey)
+export const credentialHeaders = (upstream: Pick<UpstreamTarget, "protocol" | "apiKey">): Record<string, string> => {
+  const key = upstreamKey(upstream)
   switch (upstream.protocol) {
     case "anthropic":
       return { "x-api-key": key }
@@ -28,7 +38,7 @@ export const protocolHeaders = (upstream: Pick<UpstreamConfig, "protocol">): Rec
   upstream.protocol === "anthropic" ? { "anthropic-version": ANTHROPIC_VERSION } : {}
 
 /** Every header the protocol needs: {@link protocolHeaders} plus {@link credentialHeaders}. */
-export const authHeaders = (upstream: Pick<UpstreamConfig, "protocol" | "apiKey">): Record<string, string> => ({
+export const authHeaders = (upstream: Pick<UpstreamTarget, "protocol" | "apiKey">): Record<string, string> => ({
   ...protocolHeaders(upstream),
   ...credentialHeaders(upstream)
 })

@@ -1,12 +1,19 @@
 /** The operator config once decoded: what the rest of the gateway reads. */
-import type { UpstreamConfig } from "@tollgate/plugin-spec"
+import type { UpstreamConfig as PluginUpstream } from "@tollgate/plugin-spec"
+import type { Redacted } from "effect"
 import type { RateLimits } from "../../domain/keys/RateLimits.ts"
 import type { ModelPricing } from "./ModelPricing.ts"
 import type { UpstreamLimits } from "./decodeDeployments.ts"
 import type { AlertWebhookConfig } from "./decodeAlerts.ts"
 
-/** One upstream endpoint the gateway calls: the plugin spec's type, which plugins receive as is. */
-export type { UpstreamConfig }
+/**
+ * One upstream endpoint the gateway calls: the plugin spec's type and its key. A plugin loaded from the operator config
+ * receives it without the key (app/PluginBoundary.ts); the gateway's HTTP capability adds the key by the name.
+ */
+export interface UpstreamConfig extends PluginUpstream {
+  /** Never log it. */
+  readonly apiKey: Redacted.Redacted<string>
+}
 
 /**
  * One place a model is served: an upstream, the model name sent there, and how much of the model's traffic it takes

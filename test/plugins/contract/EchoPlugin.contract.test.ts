@@ -1,5 +1,4 @@
 /** The example third-party plugin against the shared contract, exactly as its author would run it. */
-import { Redacted } from "effect"
 import echoPlugin from "../../../examples/plugin-echo/index.ts"
 import type { PluginModel } from "../../../src/plugins/ModelPlugin.ts"
 import { chatRequests } from "./fixtures.ts"
@@ -12,7 +11,6 @@ const model: PluginModel = {
       name: "none",
       protocol: "openai",
       baseUrl: "http://127.0.0.1:9/v1",
-      apiKey: Redacted.make("unused"),
       timeoutMs: 1_000,
       idleTimeoutMs: 1_000,
       maxConnections: 1

@@ -8,7 +8,8 @@ import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
 import { UpstreamClient } from "../../../src/adapters/upstream/UpstreamClient.ts"
 import type { ModelPricing } from "../../../src/app/config/ModelPricing.ts"
-import type { PluginModel, UpstreamConfig } from "../../../src/plugins/ModelPlugin.ts"
+import type { UpstreamConfig } from "../../../src/app/config/OperatorConfigData.ts"
+import type { PluginModel } from "../../../src/plugins/ModelPlugin.ts"
 import { freePort } from "../../support/Ports.ts"
 
 export const simulatedUpstreams = async () => {

@@ -2,7 +2,6 @@
 import { Buffer } from "node:buffer"
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { Redacted } from "effect"
 import { countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
 import { makeModelPricing } from "../../../src/app/config/ModelPricing.ts"
 import {
@@ -24,7 +23,6 @@ const model: PluginModel = {
       name: "u",
       protocol: "openai",
       baseUrl: "http://127.0.0.1:9/v1",
-      apiKey: Redacted.make("k"),
       timeoutMs: 1000,
       idleTimeoutMs: 1000,
       maxConnections: 1

@@ -1,0 +1,91 @@
+import { assert, describe, it } from "@effect/vitest"
+import type { EndpointPlugin, PluginModel } from "@tollgate/plugin-spec"
+import { Effect, Exit, Redacted } from "effect"
+import { atBoundary, inboundFailure } from "../../src/app/PluginBoundary.ts"
+import type { UpstreamConfig } from "../../src/app/config/OperatorConfigData.ts"
+
+const upstream: UpstreamConfig = {
+  name: "vendor",
+  protocol: "openai",
+  baseUrl: "http://127.0.0.1:9/v1",
+  apiKey: Redacted.make("sk-never-shown"),
+  timeoutMs: 1_000,
+  idleTimeoutMs: 1_000,
+  maxConnections: 1
+}
+const model: PluginModel = {
+  id: "m",
+  upstreams: [upstream],
+  upstreamModel: "m",
+  pricing: { perCall: 5n },
+  maxOutputTokens: 0
+}
+
+/** A plugin that reports what it was handed, and fails with whatever `failWith` holds. */
+const probe = (seen: Array<unknown>, failWith?: unknown): EndpointPlugin =>
+  ({
+    specificationVersion: "v1",
+    id: "probe",
+    family: "probe",
+    kind: "probe",
+    endpoint: { method: "POST", path: "/v1/probe" },
+    request: { "~standard": { version: 1, vendor: "test", validate: (value: unknown) => ({ value }) } },
+    pricingKeys: { allowed: ["perCall"], required: ["perCall"] },
+    pricing: {
+      estimate: (_request: unknown, given: PluginModel) => {
+        seen.push(given)
+        return 1n
+      },
+      price: () => 1n
+    },
+    invoke: (call: { readonly model: PluginModel }) => {
+      seen.push(call.model)
+      return failWith === undefined ? Effect.succeed({ body: {}, usage: {} }) : Effect.fail(failWith)
+    }
+  }) as unknown as EndpointPlugin
+
+describe("PluginBoundary", () => {
+  it.effect("hands a plugin from the operator config its models without any key, in calls and in pricing", () =>
+    Effect.gen(function* () {
+      const seen: Array<unknown> = []
+      const plugin = atBoundary(probe(seen)) as EndpointPlugin
+      plugin.pricing.estimate({ model: "m" }, model)
+      const call = { model, request: { model: "m" }, requestId: "r", signal: new AbortController().signal }
+      yield* plugin.invoke({ ...call, http: { request: () => Effect.die("unused") } })
+      assert.strictEqual(seen.length, 2)
+      for (const given of seen) {
+        const first = (given as PluginModel).upstreams[0] as unknown as Record<string, unknown>
+        assert.notProperty(first, "apiKey")
+        assert.strictEqual(first.name, "vendor")
+      }
+      assert.strictEqual(plugin.id, "probe")
+      assert.deepStrictEqual(plugin.endpoint, { method: "POST", path: "/v1/probe" })
+    })
+  )
+
+  it.effect("reads a failure by its shape, copying only the spec's fields", () =>
+    Effect.gen(function* () {
+      class Foreign extends Error {
+        readonly _tag = "PluginFailure"
+        readonly reason = "rate_limited"
+        readonly retryAfterSeconds = 3
+        readonly secret = "not copied"
+      }
+      const plugin = atBoundary(probe([], new Foreign("slow down"))) as EndpointPlugin
+      const call = { model, request: { model: "m" }, requestId: "r", signal: new AbortController().signal }
+      const exit = yield* Effect.exit(plugin.invoke({ ...call, http: { request: () => Effect.die("unused") } }))
+      assert.deepStrictEqual(
+        exit,
+        Exit.fail({ _tag: "PluginFailure", reason: "rate_limited", message: "slow down", retryAfterSeconds: 3 })
+      )
+    })
+  )
+
+  it("turns anything else a plugin fails with into `unavailable`, its text in `detail` only", () => {
+    const failure = inboundFailure(new Error("vendor said: internal error"))
+    assert.strictEqual(failure.reason, "unavailable")
+    assert.notInclude(failure.message, "vendor said")
+    assert.include(failure.detail ?? "", "vendor said: internal error")
+    assert.strictEqual(inboundFailure({ _tag: "PluginFailure", reason: "bogus", message: "x" }).reason, "unavailable")
+  })
+})
