@@ -40,12 +40,17 @@ export const vendorMessage = (body: string): string | undefined => {
   return typeof parsed.message === "string" ? parsed.message : undefined
 }
 
-/** What the client sees when an upstream fails: a status of its own, never the upstream's credentials problem. */
+/**
+ * What the client sees when an upstream fails: a reason and the gateway's own words. The vendor's body goes to
+ * `detail`, for logs only: its text about its own failures (a 5xx, a rate limit, an overload, a refused key) may name
+ * its internals and is never the client's to act on. The one exception is a refusal of the request itself (another
+ * 4xx): the vendor's message (`budget_tokens must be less than max_tokens`) is what the client must fix, so it is kept,
+ * read from the vendor's error envelope (never the raw body).
+ */
 export const failureFromUpstream = (error: UpstreamError): PluginFailure => {
   const reason = error.reason
   switch (reason._tag) {
     case "HttpStatus": {
-      const message = vendorMessage(reason.body)
       // The status goes with every failure: routing reads it (refused credentials disable the upstream).
       const seen = { detail: reason.body, upstreamStatus: reason.status }
       const retryAfter = reason.retryAfter === undefined ? {} : { retryAfterSeconds: reason.retryAfter }
@@ -57,30 +62,27 @@ export const failureFromUpstream = (error: UpstreamError): PluginFailure => {
         )
       }
       if (reason.status === 429) {
-        return pluginFailure("rate_limited", `the upstream is rate limiting: ${message ?? "retry later"}`, {
+        return pluginFailure("rate_limited", "the upstream is rate limiting; retry later", {
           ...retryAfter,
           ...seen
         })
       }
       // Overload is worth saying as such: Anthropic clients see `overloaded_error`, OpenAI ones `service_unavailable_error`.
       if (reason.status === 503 || reason.status === 529) {
-        return pluginFailure("overloaded", `the upstream is overloaded: ${message ?? "retry later"}`, {
+        return pluginFailure("overloaded", "the upstream is overloaded; retry later", {
           ...retryAfter,
           ...seen
         })
       }
       if (reason.status >= 400 && reason.status < 500) {
+        const message = vendorMessage(reason.body)
         return pluginFailure(
           "invalid_request",
           `the upstream rejected the request: ${message ?? `HTTP ${reason.status}`}`,
           seen
         )
       }
-      return pluginFailure(
-        "unavailable",
-        `the upstream failed with HTTP ${reason.status}${message ? `: ${message}` : ""}`,
-        seen
-      )
+      return pluginFailure("unavailable", `the upstream failed (HTTP ${reason.status})`, seen)
     }
     case "Timeout":
       return pluginFailure("timeout", `the upstream did not answer in time (${reason.phase} timeout)`)

@@ -237,7 +237,8 @@ describe("a plugin installed outside the repository, with its own effect", () =>
     const text = await response.text()
     assert.notInclude(text, "shard 7")
     const error = (JSON.parse(text) as { error: { message: string; code: string } }).error
-    assert.strictEqual(error.code, "upstream_unavailable")
+    assert.strictEqual(error.code, "upstream_error")
+    assert.strictEqual(error.message, "the upstream failed (HTTP 500)")
     const entries = await ledgerOf(response.headers.get("x-request-id"))
     assert.deepStrictEqual(
       entries.map((entry) => entry.type),
