@@ -73,11 +73,13 @@ describeEndpointPluginContract("examples/plugin-rerank", rerankPlugin, {
   failing: [
     {
       name: "a model its upstream refuses",
+      reason: "invalid_request",
       model: model("refused", "rerank-refuse"),
       body: { model: "refused", query: "q", documents: ["a"] }
     },
     {
       name: "a busy upstream",
+      reason: "overloaded",
       model: model("busy", "rerank-busy"),
       body: { model: "busy", query: "q", documents: ["a"] }
     }

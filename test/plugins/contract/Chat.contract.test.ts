@@ -69,7 +69,10 @@ const describeChat = (name: string, plugin: ChatPlugin, on: PluginModel, down?: 
     const inputTokens = countText(JSON.stringify(call.client.body))
     return { name: fixture.name, call, input: { request: call.request, inputTokens } }
   })
-  const failing = down === undefined ? [] : [{ name: "an upstream that refuses connections", call: callOn(down) }]
+  const failing =
+    down === undefined
+      ? []
+      : [{ name: "an upstream that refuses connections", reason: "unavailable" as const, call: callOn(down) }]
   describeChatPluginContract(name, plugin, {
     models: [on],
     inputs: inputs(on),

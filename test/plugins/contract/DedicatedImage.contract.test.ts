@@ -54,6 +54,7 @@ describeImagesPluginContract("dedicated-image (built-in, against the simulator)"
   failing: [
     {
       name: "an upstream that refuses connections",
+      reason: "unavailable",
       call: { model: model("down", refusing("openai"), pricing), operation: "generate", request, requestId: "contract" }
     }
   ]

@@ -32,6 +32,7 @@ describeSpeechPluginContract("speech (built-in, against the simulator)", plugin,
   failing: [
     {
       name: "an upstream that refuses connections",
+      reason: "unavailable",
       call: { model: model("down", refusing("openai"), pricing), request, requestId: "contract" }
     }
   ]

@@ -39,5 +39,11 @@ describeTranscriptionPluginContract("transcription (built-in, against the simula
       })
     ),
   calls: [{ name: "a 2 s tone as json", call: call(whisper), input }],
-  failing: [{ name: "an upstream that refuses connections", call: call(model("down", refusing("openai"), pricing)) }]
+  failing: [
+    {
+      name: "an upstream that refuses connections",
+      reason: "unavailable",
+      call: call(model("down", refusing("openai"), pricing))
+    }
+  ]
 })

@@ -40,5 +40,11 @@ describeVideosPluginContract("video (built-in, against the simulator)", plugin, 
   usageWithin: (priced) => fc.record({ tokens: fc.bigInt({ min: 0n, max: tokensOf(priced) }), reported: fc.boolean() }),
   usageOf: (held) => ({ tokens: tokensOf(held), reported: false }),
   calls: [{ name: "a 5 s text-to-video task", call: call(seedance), input: request }],
-  failing: [{ name: "an upstream that refuses connections", call: call(model("down", refusing("ark"), pricing)) }]
+  failing: [
+    {
+      name: "an upstream that refuses connections",
+      reason: "unavailable",
+      call: call(model("down", refusing("ark"), pricing))
+    }
+  ]
 })

@@ -2,9 +2,9 @@
 import { Effect } from "effect"
 import type fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import type { PluginModel, UpstreamHttp } from "../common.ts"
+import type { FailureReason, PluginModel, UpstreamHttp } from "../common.ts"
 import type { EndpointPlugin, EndpointRequest, EndpointUsage } from "../endpoint.ts"
-import { describeContract } from "./engine.ts"
+import { type ContractCheck, contractChecks } from "./engine.ts"
 import { fetchUpstreamHttp } from "./fetchUpstreamHttp.ts"
 
 export interface EndpointFixtures<Request extends EndpointRequest, Usage extends EndpointUsage> {
@@ -17,10 +17,17 @@ export interface EndpointFixtures<Request extends EndpointRequest, Usage extends
   readonly inputs: fc.Arbitrary<Request>
   /** Usages the hold for `request` covers. */
   readonly usageWithin: (request: Request, model: PluginModel) => fc.Arbitrary<Usage>
-  /** Requests whose call must fail (a model whose upstream refuses it), with the model to call. */
-  readonly failing?: ReadonlyArray<{ readonly name: string; readonly model: PluginModel; readonly body: unknown }>
+  /** Requests whose call must fail (a model whose upstream refuses it), with the model to call and the reason. */
+  readonly failing?: ReadonlyArray<{
+    readonly name: string
+    readonly model: PluginModel
+    readonly body: unknown
+    readonly reason: FailureReason
+  }>
   /** The HTTP capability the gateway would give; defaults to `fetchUpstreamHttp()`. */
   readonly http?: UpstreamHttp
+  /** How long one call may take (default 10 s). */
+  readonly timeoutMs?: number
 }
 
 const decode = async <Request>(plugin: EndpointPlugin<EndpointRequest, EndpointUsage>, body: unknown) => {
@@ -28,11 +35,11 @@ const decode = async <Request>(plugin: EndpointPlugin<EndpointRequest, EndpointU
   return result as { readonly value?: Request; readonly issues?: ReadonlyArray<unknown> }
 }
 
-export const describeEndpointPluginContract = <Request extends EndpointRequest, Usage extends EndpointUsage>(
-  name: string,
+/** The checks of a new kind's suite, as plain functions (see `contractChecks`). */
+export const endpointContractChecks = <Request extends EndpointRequest, Usage extends EndpointUsage>(
   plugin: EndpointPlugin<Request, Usage>,
   fixtures: EndpointFixtures<Request, Usage>
-) => {
+): ReadonlyArray<ContractCheck> => {
   const http = fixtures.http ?? fetchUpstreamHttp()
   const generic = plugin as unknown as EndpointPlugin<EndpointRequest, EndpointUsage>
   const call = (model: PluginModel, body: unknown) => (signal: AbortSignal) =>
@@ -41,46 +48,64 @@ export const describeEndpointPluginContract = <Request extends EndpointRequest, 
       (decoded) => {
         if (decoded.value === undefined) return Effect.die(`the fixture body does not pass the schema: ${JSON.stringify(body)}`)
         const request = decoded.value
-        return Effect.map(
-          plugin.invoke({ model, request, requestId: "contract", signal, http }),
-          (reply) => {
-            assert.isDefined(reply.body, "a reply carries a body for the client")
-            return reply.usage
-          }
+        return Effect.flatMap(plugin.invoke({ model, request, requestId: "contract", signal, http }), (reply) =>
+          reply !== null && typeof reply === "object" && reply.body !== undefined && reply.usage !== null && typeof reply.usage === "object"
+            ? Effect.succeed(reply.usage)
+            : Effect.die(`the reply is not { body, usage }: ${JSON.stringify(reply)}`)
         )
       }
     )
 
-  describe(`plugin contract (new kind ${plugin.kind}): ${name}`, () => {
-    it("declares an endpoint under /v1 and a request schema", () => {
-      assert.strictEqual(plugin.endpoint.method, "POST")
-      assert.match(plugin.endpoint.path, /^\/v1\/[a-z0-9/_-]+$/)
-      assert.isFunction(plugin.request["~standard"].validate)
-    })
-    it("accepts every fixture body and refuses the invalid ones", async () => {
-      for (const { name: bodyName, body } of fixtures.requests) {
-        assert.isUndefined((await decode(generic, body)).issues, `${bodyName} was refused by the schema`)
-      }
-      for (const body of fixtures.invalidBodies ?? []) {
-        assert.isNotEmpty((await decode(generic, body)).issues ?? [], `accepted ${JSON.stringify(body)}`)
-      }
-    })
-  })
-
   const [model] = fixtures.models
-  describeContract(plugin.kind, name, plugin, {
-    models: fixtures.models,
-    inputs: fixtures.inputs,
-    usageWithin: fixtures.usageWithin,
-    calls:
-      model === undefined
-        ? []
-        : fixtures.requests.map(({ name: callName, body }) => ({
-            name: callName,
-            model,
-            input: body as Request,
-            run: call(model, body)
-          })),
-    failing: (fixtures.failing ?? []).map((failing) => ({ name: failing.name, run: call(failing.model, failing.body) }))
-  })
+  return [
+    {
+      name: "declares an endpoint under /v1 and a request schema",
+      run: async () => {
+        assert.strictEqual(plugin.endpoint.method, "POST")
+        assert.match(plugin.endpoint.path, /^\/v1\/[a-z0-9/_-]+$/)
+        assert.isFunction(plugin.request["~standard"].validate)
+      }
+    },
+    {
+      name: "accepts every fixture body and refuses the invalid ones",
+      run: async () => {
+        for (const { name: bodyName, body } of fixtures.requests) {
+          assert.isUndefined((await decode(generic, body)).issues, `${bodyName} was refused by the schema`)
+        }
+        for (const body of fixtures.invalidBodies ?? []) {
+          assert.isNotEmpty((await decode(generic, body)).issues ?? [], `accepted ${JSON.stringify(body)}`)
+        }
+      }
+    },
+    ...contractChecks(plugin.kind, plugin, {
+      ...(fixtures.timeoutMs === undefined ? {} : { timeoutMs: fixtures.timeoutMs }),
+      models: fixtures.models,
+      inputs: fixtures.inputs,
+      usageWithin: fixtures.usageWithin,
+      calls:
+        model === undefined
+          ? []
+          : fixtures.requests.map(({ name: callName, body }) => ({
+              name: callName,
+              model,
+              input: body as Request,
+              run: call(model, body)
+            })),
+      failing: (fixtures.failing ?? []).map((failing) => ({
+        name: failing.name,
+        reason: failing.reason,
+        run: call(failing.model, failing.body)
+      }))
+    })
+  ]
 }
+
+export const describeEndpointPluginContract = <Request extends EndpointRequest, Usage extends EndpointUsage>(
+  name: string,
+  plugin: EndpointPlugin<Request, Usage>,
+  fixtures: EndpointFixtures<Request, Usage>
+) =>
+  describe(`plugin contract (new kind ${plugin.kind}): ${name}`, () => {
+    const limit = (fixtures.timeoutMs ?? 10_000) + 5_000
+    for (const check of endpointContractChecks(plugin, fixtures)) it(check.name, check.run, limit)
+  })

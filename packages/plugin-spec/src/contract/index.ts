@@ -3,9 +3,17 @@
  * per kind (vitest and fast-check are this module's optional peer dependencies).
  */
 export { FAILURE_REASONS } from "../shape.ts"
-export { describeContract, isPluginFailure } from "./engine.ts"
-export { describeEndpointPluginContract, type EndpointFixtures } from "./endpoint.ts"
-export { fetchUpstreamHttp } from "./fetchUpstreamHttp.ts"
+export {
+  type ContractCall,
+  type ContractCheck,
+  type ContractFixtures,
+  contractChecks,
+  describeContract,
+  type FailingCall,
+  isPluginFailure
+} from "./engine.ts"
+export { describeEndpointPluginContract, type EndpointFixtures, endpointContractChecks } from "./endpoint.ts"
+export { type FetchUpstreamHttpOptions, fetchUpstreamHttp } from "./fetchUpstreamHttp.ts"
 export {
   describeChatPluginContract,
   describeEmbeddingsPluginContract,

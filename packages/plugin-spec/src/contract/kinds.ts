@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import type fc from "fast-check"
 import type { ChatCall, ChatPlugin, ChatPricingInput, ChatReply } from "../chat.ts"
-import type { PluginFailure, PluginModel } from "../common.ts"
+import type { FailureReason, PluginFailure, PluginModel } from "../common.ts"
 import type { EmbeddingsCall, EmbeddingsPlugin } from "../embeddings.ts"
 import type { ImageUsage, ImagesCall, ImagesPlugin, ImagesPricingInput } from "../images.ts"
 import type { SpeechCall, SpeechPlugin } from "../speech.ts"
@@ -22,7 +22,12 @@ interface KindFixtures<In, U, Call> {
   readonly usageWithin: (input: In, model: PluginModel) => fc.Arbitrary<U>
   /** Calls to make (without their signal), with the pricing input each is estimated by. */
   readonly calls: ReadonlyArray<{ readonly name: string; readonly call: Omit<Call, "signal">; readonly input: In }>
-  readonly failing?: ReadonlyArray<{ readonly name: string; readonly call: Omit<Call, "signal"> }>
+  /** Calls that must fail, each with the reason it must fail with (a refusing upstream: `unavailable`). */
+  readonly failing?: ReadonlyArray<{
+    readonly name: string
+    readonly reason: FailureReason
+    readonly call: Omit<Call, "signal">
+  }>
 }
 
 /** A reply's usage, as a value or an effect (a reader may refuse a malformed reply). */
@@ -48,8 +53,9 @@ const calls = <In, U, Call extends Signal & { readonly model: PluginModel }, R>(
       return Effect.flatMap(run(full), (reply) => lift(usageOf(reply, full)))
     }
   })),
-  failing: (fixtures.failing ?? []).map(({ name, call }) => ({
+  failing: (fixtures.failing ?? []).map(({ name, reason, call }) => ({
     name,
+    reason,
     run: (signal: AbortSignal) => run({ ...call, signal } as Call)
   }))
 })
