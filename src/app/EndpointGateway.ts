@@ -69,10 +69,13 @@ export class EndpointGateway extends Context.Service<
       const http = yield* PluginHttp
 
       const call = Effect.fnUntraced(function* (input: EndpointInput) {
-        const body = input.body
-        if (!isRecord(body)) {
+        if (!isRecord(input.body)) {
           return yield* new InvalidChatRequest({ param: null, message: "the request body must be a JSON object" })
         }
+        // A kind whose plugin declares a default model takes a body without one (the key's list still applies).
+        const fallback = registry.endpoints.find((endpoint) => endpoint.kind === input.kind)?.defaultModel
+        const body =
+          input.body.model === undefined && fallback !== undefined ? { ...input.body, model: fallback } : input.body
         if (typeof body.model !== "string" || body.model === "") {
           return yield* new InvalidChatRequest({ param: "model", message: "is required" })
         }

@@ -103,7 +103,16 @@ const methodOf = (owner: object, name: string): AnyFunction | undefined => {
 /** A plugin from the operator config, as the gateway calls it: see the module's comment. */
 export const atBoundary = (plugin: ModelPlugin): ModelPlugin => {
   const wrapped: Record<string, unknown> = { ...plugin }
-  for (const key of ["specificationVersion", "id", "family", "kind", "pricingKeys", "endpoint", "request"]) {
+  for (const key of [
+    "specificationVersion",
+    "id",
+    "family",
+    "kind",
+    "pricingKeys",
+    "endpoint",
+    "request",
+    "defaultModel"
+  ]) {
     if (key in plugin) wrapped[key] = (plugin as unknown as Record_)[key]
   }
   for (const name of EFFECT_METHODS) {

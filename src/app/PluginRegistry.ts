@@ -37,10 +37,11 @@ export type ResolvedModel =
   | { readonly kind: "speech"; readonly plugin: SpeechPlugin; readonly model: PluginModel }
   | { readonly kind: "endpoint"; readonly plugin: EndpointPlugin; readonly model: PluginModel }
 
-/** A new kind the gateway serves, and the path its plugins declared. */
+/** A new kind the gateway serves, the path its plugins declared, and the model a request naming none is for. */
 export interface EndpointKind {
   readonly kind: string
   readonly path: string
+  readonly defaultModel?: string | undefined
 }
 
 /** Where a model of each built-in kind is called; the other endpoints answer 400 with this address. */
@@ -169,6 +170,7 @@ const resolvedOf = (plugin: ModelPlugin, model: PluginModel): ResolvedModel =>
  */
 const endpointKinds = (plugins: ReadonlyArray<ModelPlugin>) => {
   const byKind = new Map<string, string>()
+  const defaults = new Map<string, string>()
   const issues: Array<string> = []
   for (const plugin of plugins) {
     if (isBuiltinKind(plugin.kind)) continue
@@ -182,8 +184,20 @@ const endpointKinds = (plugins: ReadonlyArray<ModelPlugin>) => {
     const other = [...byKind].find(([kind, taken]) => taken === path && kind !== plugin.kind)
     if (other !== undefined) issues.push(`plugins: '${plugin.id}' declares ${path}, taken by kind '${other[0]}'`)
     if (known === undefined) byKind.set(plugin.kind, path)
+    const fallback = (plugin as EndpointPlugin).defaultModel
+    const declared = defaults.get(plugin.kind)
+    if (fallback !== undefined && declared !== undefined && declared !== fallback) {
+      issues.push(
+        `plugins: '${plugin.id}' defaults kind '${plugin.kind}' to model '${fallback}', another plugin to '${declared}'`
+      )
+    }
+    if (fallback !== undefined && declared === undefined) defaults.set(plugin.kind, fallback)
   }
-  return { endpoints: [...byKind].map(([kind, path]) => ({ kind, path })), issues }
+  const endpoints = [...byKind].map(([kind, path]) => {
+    const defaultModel = defaults.get(kind)
+    return defaultModel === undefined ? { kind, path } : { kind, path, defaultModel }
+  })
+  return { endpoints, issues }
 }
 
 export const buildRegistry = (

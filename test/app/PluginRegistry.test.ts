@@ -301,11 +301,35 @@ describe("the registry built from the operator config", () => {
   )
 
   // A new kind brings its own endpoint, but never takes one the gateway serves, or another kind's.
-  const endpointSource = (id: string, kind: string, path: string) =>
+  const endpointSource = (id: string, kind: string, path: string, extra = "") =>
     pluginSource(
-      `id: "${id}", kind: "${kind}", endpoint: { method: "POST", path: "${path}" },
+      `id: "${id}", kind: "${kind}", endpoint: { method: "POST", path: "${path}" }, ${extra}
        request: { "~standard": { version: 1, vendor: "test", validate: (value) => ({ value }) } },`
     )
+
+  it.effect("lists a kind's default model, and refuses two plugins of one kind that default to different models", () =>
+    Effect.gen(function* () {
+      const first = moduleFile(
+        "mod-a.mjs",
+        endpointSource("mod-a", "moderation", "/v1/moderations", `defaultModel: "m",`)
+      )
+      const second = moduleFile(
+        "mod-b.mjs",
+        endpointSource("mod-b", "moderation", "/v1/moderations", `defaultModel: "n",`)
+      )
+      const loaded = yield* parse(
+        config(`  - { id: m, plugin: mod-a, upstreams: [a], pricing: { perCall: "1" } }`, [first])
+      )
+      const built = yield* buildRegistry(loaded, yield* loadPlugins([first]), (id) => id, 0)
+      assert.deepStrictEqual(built.endpoints, [{ kind: "moderation", path: "/v1/moderations", defaultModel: "m" }])
+      const issues = yield* issuesOf(
+        registry(config(`  - { id: m, plugin: mod-a, upstreams: [a], pricing: { perCall: "1" } }`, [first, second]))
+      )
+      assert.deepStrictEqual(issues, [
+        "plugins: 'mod-b' defaults kind 'moderation' to model 'n', another plugin to 'm'"
+      ])
+    })
+  )
 
   it.effect("lists each new kind with its endpoint", () =>
     Effect.gen(function* () {

@@ -23,7 +23,10 @@ export interface EndpointSpec {
   readonly path: `/v1/${string}`
 }
 
-/** Every request of a new kind names the model it is for, as OpenAI-style APIs do. */
+/**
+ * Every request of a new kind is for a model, as in OpenAI-style APIs. A client may leave `model` out when the plugin
+ * declares a `defaultModel`: the gateway fills it in before the schema sees the body, so `request.model` is always set.
+ */
 export interface EndpointRequest {
   readonly model: string
 }
@@ -54,6 +57,12 @@ export interface EndpointPlugin<
   Usage extends EndpointUsage = EndpointUsage
 > extends PluginIdentity<string> {
   readonly endpoint: EndpointSpec
+  /**
+   * The model a request that names none is for, where the vendor's API makes `model` optional (OpenAI's moderations
+   * default to `omni-moderation-latest`): an id of the operator's catalog. The key's model list applies to it as to a
+   * model the client named; absent, `model` is required. Plugins of one kind must not declare different defaults.
+   */
+  readonly defaultModel?: string | undefined
   /** Validates the JSON body; its issues answer 400 naming the field. */
   readonly request: StandardSchemaV1<unknown, Request>
   /** `estimate(request)` is held before the call; `price(usage)` is charged after it. */

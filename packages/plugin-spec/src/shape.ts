@@ -89,6 +89,10 @@ const endpointProblems = (plugin: Record<string, unknown>): ReadonlyArray<string
     problems.push("request: expected a Standard Schema (an object with ['~standard'].validate)")
   }
   if (typeof plugin.invoke !== "function") problems.push("invoke: expected a function")
+  const defaultModel = plugin.defaultModel
+  if (defaultModel !== undefined && (typeof defaultModel !== "string" || defaultModel === "")) {
+    problems.push("defaultModel: expected a model id (a non-empty string), or nothing")
+  }
   return problems
 }
 

@@ -75,6 +75,7 @@ let vendor: Vendor
 let gateway: TestGateway
 let accountId: string
 let apiKey: string
+let brokenOnlyKey: string
 
 const admin = async (method: string, path: string, body?: unknown) => {
   const answer = await makeAdmin(gateway).call(method, path, body)
@@ -82,10 +83,10 @@ const admin = async (method: string, path: string, body?: unknown) => {
   return answer.body as Record<string, unknown>
 }
 
-const score = (body: unknown) =>
+const score = (body: unknown, key = apiKey) =>
   fetch(`${gateway.url}/v1/scores`, {
     method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
     body: JSON.stringify(body)
   })
 
@@ -175,6 +176,8 @@ plugins: ["${join(folder, "dist/index.js")}"]
   accountId = (await admin("POST", "/admin/accounts", { name: "score-customer" })).id as string
   await admin("POST", `/admin/accounts/${accountId}/deposits`, { amount: "5", reference: "score-topup" })
   apiKey = (await admin("POST", `/admin/accounts/${accountId}/keys`, { name: "score" })).key as string
+  brokenOnlyKey = (await admin("POST", `/admin/accounts/${accountId}/keys`, { name: "b", models: ["score-broken"] }))
+    .key as string
 }, 180_000)
 
 afterAll(async () => {
@@ -228,6 +231,17 @@ describe("a plugin installed outside the repository, with its own effect", () =>
     assert.strictEqual(entries[1]?.data.cost, micros(3n * PER_ITEM))
     assert.deepStrictEqual(entries[1]?.data.usage, { items: 3 })
     assert.strictEqual(await available(), micros(BigInt(Math.round(Number(before) * 1e6)) - 3n * PER_ITEM))
+  })
+
+  it("serves a body without `model` with the plugin's default model, under the key's model list", async () => {
+    const response = await score({ input: ["alpha", "beta"] })
+    assert.strictEqual(response.status, 200)
+    assert.strictEqual(((await response.json()) as { model: string }).model, "score-1")
+    const entries = await ledgerOf(response.headers.get("x-request-id"))
+    assert.strictEqual(entries[0]?.amount, micros(2n * PER_ITEM))
+    const refused = await score({ input: ["alpha"] }, brokenOnlyKey)
+    assert.strictEqual(refused.status, 403)
+    assert.strictEqual(((await refused.json()) as { error: { code: string } }).error.code, "model_not_allowed")
   })
 
   it("refunds the whole hold when the vendor fails, and the client never sees the vendor's text", async () => {

@@ -3,7 +3,8 @@
  * into a folder outside the repository, next to the packed `@tollgate/plugin-spec` and a copy of `effect` of its own,
  * compiles it with plain `tsc` and lists the JavaScript in the operator config. A new kind, `score` at
  * `POST /v1/scores`, priced per input item (`perItem`), calling its vendor's `POST /score` through the gateway's HTTP
- * capability. Its reply says which `effect` it runs on and what it was told of its upstream, for the test to check.
+ * capability, `model` optional (default `score-1`). Its reply says which `effect` it runs on and what it was told of its
+ * upstream, for the test to check.
  */
 import type { EndpointCall, EndpointPlugin, EndpointReply, PluginFailure } from "@tollgate/plugin-spec/endpoint"
 import { Data, Effect, Schema } from "effect"
@@ -77,6 +78,8 @@ const plugin: EndpointPlugin<ScoreRequest, ScoreUsage> = {
   family: "score",
   kind: "score",
   endpoint: { method: "POST", path: "/v1/scores" },
+  // As OpenAI's moderations default their model: a body without `model` is for this one.
+  defaultModel: "score-1",
   request: Schema.toStandardSchemaV1(ScoreBody),
   pricingKeys: { allowed: ["perItem"], required: ["perItem"] },
   pricing: {
