@@ -55,7 +55,8 @@ export const layerFrom = (ownedBy: (modelId: string) => string) =>
       const client = yield* UpstreamClient
       const fetcher = yield* ImageFetcherService
       const links = yield* GuardedFetcher
-      const external = yield* loadPlugins(config.plugins)
+      const http = makeUpstreamHttp(client, config.upstreams)
+      const external = yield* loadPlugins(config.plugins, http)
       const built = yield* buildRegistry(
         config,
         [...builtinPlugins(client, fetcher, links), ...external],
@@ -65,9 +66,6 @@ export const layerFrom = (ownedBy: (modelId: string) => string) =>
       return Context.make(
         PluginRegistry,
         PluginRegistry.of({ ...makeLookups(built.entries), plugins: built.plugins, endpoints: built.endpoints })
-      ).pipe(
-        Context.add(ModelCatalog, ModelCatalog.of({ models: built.catalog })),
-        Context.add(PluginHttp, makeUpstreamHttp(client, config.upstreams))
-      )
+      ).pipe(Context.add(ModelCatalog, ModelCatalog.of({ models: built.catalog })), Context.add(PluginHttp, http))
     })
   )

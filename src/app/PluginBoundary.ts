@@ -8,7 +8,7 @@
  * - a method that throws instead of returning an effect is a defect of that call, not of the gateway.
  * The gateway's own plugins are not wrapped: they share its `effect` and read keys through its upstream client.
  */
-import type { ModelPlugin, PluginFailure, PluginModel, UpstreamConfig } from "@tollgate/plugin-spec"
+import type { ModelPlugin, PluginFailure, PluginModel, UpstreamConfig, UpstreamHttp } from "@tollgate/plugin-spec"
 import { FAILURE_REASONS } from "@tollgate/plugin-spec/shape"
 import { Effect } from "effect"
 
@@ -39,12 +39,19 @@ export const pluginModel = (model: PluginModel): PluginModel => ({
 const isModel = (value: unknown): value is PluginModel =>
   isRecord(value) && typeof value.id === "string" && Array.isArray(value.upstreams)
 
-/** An argument on its way to the plugin: a model, or a call carrying one, with the credentials taken out. */
-const outbound = (value: unknown): unknown => {
-  if (isModel(value)) return pluginModel(value)
-  if (isRecord(value) && isModel(value.model)) return { ...value, model: pluginModel(value.model) }
-  return value
-}
+/**
+ * An argument on its way to the plugin: a model, or a call carrying one, with the credentials taken out; a call gets
+ * the gateway's HTTP capability, whatever its kind.
+ */
+const outbound =
+  (http: UpstreamHttp | undefined) =>
+  (value: unknown): unknown => {
+    if (isModel(value)) return pluginModel(value)
+    if (isRecord(value) && isModel(value.model)) {
+      return { ...value, model: pluginModel(value.model), ...(http === undefined ? {} : { http }) }
+    }
+    return value
+  }
 
 const optionalString = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
 const optionalNumber = (value: unknown): number | undefined =>
@@ -100,8 +107,9 @@ const methodOf = (owner: object, name: string): AnyFunction | undefined => {
   return typeof value === "function" ? (value as AnyFunction) : undefined
 }
 
-/** A plugin from the operator config, as the gateway calls it: see the module's comment. */
-export const atBoundary = (plugin: ModelPlugin): ModelPlugin => {
+/** A plugin from the operator config, as the gateway calls it (see the module's comment), `http` in every call. */
+export const atBoundary = (plugin: ModelPlugin, http?: UpstreamHttp): ModelPlugin => {
+  const toPlugin = outbound(http)
   const wrapped: Record<string, unknown> = { ...plugin }
   for (const key of [
     "specificationVersion",
@@ -119,14 +127,14 @@ export const atBoundary = (plugin: ModelPlugin): ModelPlugin => {
     const method = methodOf(plugin, name)
     if (method === undefined) continue
     wrapped[name] = (...args: ReadonlyArray<unknown>) =>
-      Effect.suspend(() => method.apply(plugin, args.map(outbound)) as Effect.Effect<unknown, unknown>).pipe(
+      Effect.suspend(() => method.apply(plugin, args.map(toPlugin)) as Effect.Effect<unknown, unknown>).pipe(
         Effect.mapError(inboundFailure)
       )
   }
   for (const name of PURE_METHODS) {
     const method = methodOf(plugin, name)
     if (method !== undefined)
-      wrapped[name] = (...args: ReadonlyArray<unknown>) => method.apply(plugin, args.map(outbound))
+      wrapped[name] = (...args: ReadonlyArray<unknown>) => method.apply(plugin, args.map(toPlugin))
   }
   const estimate = methodOf(plugin.pricing, "estimate")
   const price = methodOf(plugin.pricing, "price")

@@ -12,6 +12,7 @@ import type {
   PluginModel,
   SpeechPlugin,
   TranscriptionPlugin,
+  UpstreamHttp,
   VideosPlugin
 } from "@tollgate/plugin-spec"
 import { Context, Effect } from "effect"
@@ -133,9 +134,9 @@ type Loaded =
 
 /**
  * Imports the operator's plugin modules; each exports a plugin as its default export (or as `plugin`). Each is wrapped
- * at the boundary (app/PluginBoundary.ts): it never sees a key, and its failures are read by their shape.
+ * at the boundary (app/PluginBoundary.ts): it never sees a key, its calls carry `http`, its failures are read by shape.
  */
-export const loadPlugins = (specifiers: ReadonlyArray<string>) =>
+export const loadPlugins = (specifiers: ReadonlyArray<string>, http?: UpstreamHttp) =>
   Effect.gen(function* () {
     // Every module is tried, so an operator sees every broken one at once.
     const loaded = yield* Effect.forEach(specifiers, (specifier) =>
@@ -148,7 +149,7 @@ export const loadPlugins = (specifiers: ReadonlyArray<string>) =>
           const problems = pluginShapeProblems(candidate)
           return problems.length > 0
             ? { _tag: "Broken", issues: problems.map((problem) => `plugins: ${specifier}: ${problem}`) }
-            : { _tag: "Loaded", plugin: atBoundary(candidate as ModelPlugin) }
+            : { _tag: "Loaded", plugin: atBoundary(candidate as ModelPlugin, http) }
         }),
         Effect.catch((issue: string) => Effect.succeed<Loaded>({ _tag: "Broken", issues: [issue] }))
       )

@@ -8,9 +8,43 @@
 import { Effect } from "effect"
 import type { UpstreamClient } from "../adapters/upstream/UpstreamClient.ts"
 import type { UpstreamTarget } from "../adapters/upstream/UpstreamEndpoints.ts"
-import type { UpstreamError } from "../adapters/upstream/UpstreamError.ts"
-import { type PluginFailure, pluginFailure, type UpstreamHttp, type UpstreamHttpRequest } from "./ModelPlugin.ts"
+import { UpstreamError } from "../adapters/upstream/UpstreamError.ts"
+import {
+  type PluginFailure,
+  pluginFailure,
+  type SseFrame,
+  type UpstreamHttp,
+  type UpstreamHttpRequest
+} from "./ModelPlugin.ts"
 import { failureFromUpstream } from "./text/TextPlugin.ts"
+
+/** Why a streamed read failed, as a plugin reads it: a PluginFailure, never the gateway's error class. */
+const streamFailure = (error: unknown): PluginFailure =>
+  error instanceof UpstreamError
+    ? failureFromUpstream(error)
+    : pluginFailure("unavailable", "the upstream's response was cut", { detail: String(error) })
+
+/**
+ * An async iterator whose failed reads reject with a PluginFailure. The edge to the body's async iterator: a promise
+ * rejection is mapped, not caught.
+ */
+const readAsPlugin = <A, B>(source: AsyncIterableIterator<A>, map: (value: A) => B): AsyncIterableIterator<B> => {
+  const iterator: AsyncIterableIterator<B> = {
+    next: () =>
+      source.next().then(
+        (result) =>
+          result.done === true ? { done: true, value: undefined } : { done: false, value: map(result.value) },
+        (error: unknown) => Promise.reject(streamFailure(error))
+      ),
+    return: () =>
+      (source.return?.() ?? Promise.resolve({ done: true, value: undefined })).then(() => ({
+        done: true,
+        value: undefined
+      })),
+    [Symbol.asyncIterator]: () => iterator
+  }
+  return iterator
+}
 
 export const makeUpstreamHttp = (
   client: UpstreamClient["Service"],
@@ -43,7 +77,14 @@ export const makeUpstreamHttp = (
             status: response.status,
             headers: response.headers,
             json: mapError(response.body.json),
-            text: mapError(response.body.text)
+            text: mapError(response.body.text),
+            chunks: () => readAsPlugin(response.body.chunks(), (chunk) => chunk),
+            events: () =>
+              readAsPlugin(
+                response.body.events(),
+                (event): SseFrame =>
+                  event.event === undefined ? { data: event.data } : { event: event.event, data: event.data }
+              )
           }))
         )
     }

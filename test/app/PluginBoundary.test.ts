@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import type { EndpointPlugin, PluginModel } from "@tollgate/plugin-spec"
+import type { ChatCall, ChatPlugin, EndpointPlugin, PluginModel } from "@tollgate/plugin-spec"
 import { Effect, Exit, Redacted } from "effect"
 import { atBoundary, inboundFailure } from "../../src/app/PluginBoundary.ts"
 import type { UpstreamConfig } from "../../src/app/config/OperatorConfigData.ts"
@@ -61,6 +61,36 @@ describe("PluginBoundary", () => {
       assert.strictEqual(plugin.id, "probe")
       assert.deepStrictEqual(plugin.endpoint, { method: "POST", path: "/v1/probe" })
     })
+  )
+
+  it.effect(
+    "gives every call of a plugin from the operator config the gateway's HTTP capability, whatever its kind",
+    () =>
+      Effect.gen(function* () {
+        const given: Array<unknown> = []
+        const http = { request: () => Effect.die("not called") }
+        const chat = {
+          specificationVersion: "v1",
+          id: "chatty",
+          family: "chatty",
+          kind: "chat",
+          pricingKeys: { allowed: ["perCall"], required: ["perCall"] },
+          pricing: { estimate: () => 1n, price: () => 1n },
+          invoke: (call: { readonly http?: unknown }) => {
+            given.push(call.http)
+            return Effect.succeed({ _tag: "Body", dialect: "openai", body: {} })
+          }
+        } as unknown as ChatPlugin
+        const wrapped = atBoundary(chat, http) as ChatPlugin
+        yield* wrapped.invoke({
+          model,
+          request: { messages: [] } as unknown as ChatCall["request"],
+          client: { dialect: "openai", body: {} },
+          requestId: "r",
+          signal: new AbortController().signal
+        })
+        assert.deepStrictEqual(given, [http])
+      })
   )
 
   it.effect("reads a failure by its shape, copying only the spec's fields", () =>

@@ -6,7 +6,7 @@
  */
 import type { Effect } from "effect"
 import type { ChatRequest, Usage } from "./chatIR.ts"
-import type { Dialect, PluginFailure, PluginIdentity, PluginModel, PricingRule, SseFrame } from "./common.ts"
+import type { Dialect, PluginFailure, PluginIdentity, PluginModel, PricingRule, SseFrame, UpstreamHttp } from "./common.ts"
 
 export type * from "./common.ts"
 
@@ -21,6 +21,9 @@ export interface ChatCall {
   readonly requestId: string
   /** Aborted when the client goes away or the gateway gives up: stop the upstream call. */
   readonly signal: AbortSignal
+  /** The gateway's HTTP client for `model.upstreams` (it adds their credentials); set for every plugin loaded from the
+   * operator config. */
+  readonly http?: UpstreamHttp | undefined
 }
 
 export type ChatReply =

@@ -144,16 +144,29 @@ export interface UpstreamHttpRequest {
   readonly signal: AbortSignal
 }
 
-/** A 2xx answer; other statuses, timeouts and connection failures fail with a `PluginFailure` already. */
+/**
+ * A 2xx answer; other statuses, timeouts and connection failures fail with a `PluginFailure` already. Read the body
+ * once, one way: whole (`json`, `text`) or as it arrives (`chunks`, `events`).
+ */
 export interface UpstreamHttpResponse {
   readonly status: number
   readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
   /** The body parsed as JSON (a malformed body fails with reason `unavailable`). */
   readonly json: Effect.Effect<unknown, PluginFailure>
   readonly text: Effect.Effect<string, PluginFailure>
+  /**
+   * The body's bytes as they arrive (an NDJSON or any other streamed body), under the gateway's idle timeout. A read
+   * that fails rejects with a `PluginFailure`; `return()` (a `break`) stops reading and aborts the upstream request.
+   */
+  readonly chunks: () => AsyncIterableIterator<Uint8Array>
+  /** The body as server-sent events, parsed; failures and `return()` as for `chunks`. */
+  readonly events: () => AsyncIterableIterator<SseFrame>
 }
 
-/** The gateway's HTTP client, for plugins of new kinds: pooled, timed out, interruptible, keys kept out of logs. */
+/**
+ * The gateway's HTTP client: pooled, timed out, interruptible, keys kept out of logs. Every plugin loaded from the
+ * operator config gets it as `call.http`, whatever its kind (the gateway's own families are called without it).
+ */
 export interface UpstreamHttp {
   readonly request: (request: UpstreamHttpRequest) => Effect.Effect<UpstreamHttpResponse, PluginFailure>
 }

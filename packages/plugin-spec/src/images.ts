@@ -3,7 +3,7 @@
  * The gateway validates the request, holds `estimate`, calls `generate` or `edit`, and settles `price(usage)`.
  */
 import type { Effect } from "effect"
-import type { PluginFailure, PluginIdentity, PluginModel, PricingRule } from "./common.ts"
+import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, UpstreamHttp } from "./common.ts"
 
 export type * from "./common.ts"
 
@@ -43,6 +43,9 @@ export interface ImagesCall {
   readonly requestId: string
   /** Aborted when the client goes away or the gateway gives up: stop the upstream call. */
   readonly signal: AbortSignal
+  /** The gateway's HTTP client for `model.upstreams` (it adds their credentials); set for every plugin loaded from the
+   * operator config. */
+  readonly http?: UpstreamHttp | undefined
 }
 
 /** Token usage of an images call, as the upstream reported it (or estimated from the tables when it did not). */

@@ -1,6 +1,6 @@
 /** Speech plugins, v1: `/v1/audio/speech` (text to speech), in OpenAI's shapes on the client side. */
 import type { Effect } from "effect"
-import type { PluginFailure, PluginIdentity, PluginModel, PricingRule } from "./common.ts"
+import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, UpstreamHttp } from "./common.ts"
 
 export type * from "./common.ts"
 
@@ -19,6 +19,9 @@ export interface SpeechCall {
   readonly request: SpeechRequest
   readonly requestId: string
   readonly signal: AbortSignal
+  /** The gateway's HTTP client for `model.upstreams` (it adds their credentials); set for every plugin loaded from the
+   * operator config. */
+  readonly http?: UpstreamHttp | undefined
 }
 
 /** The audio, streamed as it arrives; returning it means bytes may reach the client (no fallback after this). */

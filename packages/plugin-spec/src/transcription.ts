@@ -1,6 +1,6 @@
 /** Transcription plugins, v1: `/v1/audio/transcriptions`, in OpenAI's shapes on the client side. */
 import type { Effect } from "effect"
-import type { PluginFailure, PluginIdentity, PluginModel, PricingRule } from "./common.ts"
+import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, UpstreamHttp } from "./common.ts"
 
 export type * from "./common.ts"
 
@@ -22,6 +22,9 @@ export interface TranscriptionCall {
   readonly measuredMillis: number | null
   readonly requestId: string
   readonly signal: AbortSignal
+  /** The gateway's HTTP client for `model.upstreams` (it adds their credentials); set for every plugin loaded from the
+   * operator config. */
+  readonly http?: UpstreamHttp | undefined
 }
 
 /** What a transcription used: audio length and/or tokens, as the upstream reported them (null = not reported). */

@@ -4,7 +4,7 @@
  * Like the gateway, it adds the key itself: `keys` maps an upstream's `name` to its key (plain strings, test keys).
  */
 import { Effect } from "effect"
-import type { FailureReason, PluginFailure, UpstreamHttp } from "../common.ts"
+import type { FailureReason, PluginFailure, SseFrame, UpstreamHttp } from "../common.ts"
 
 export interface FetchUpstreamHttpOptions {
   /** The key of each upstream by its `name`, sent as `authorization: Bearer <key>`. */
@@ -37,6 +37,58 @@ const describeError = (error: unknown): string => {
     current = current instanceof Error ? (current as { readonly cause?: unknown }).cause : undefined
   }
   return parts.join(" ← ")
+}
+
+/** The body's bytes as they arrive; a failed read rejects with a PluginFailure, `return()` cancels the body. */
+const chunksOf = (response: Response): AsyncIterableIterator<Uint8Array> => {
+  const reader = response.body === null ? undefined : response.body.getReader()
+  const iterator: AsyncIterableIterator<Uint8Array> = {
+    next: () =>
+      reader === undefined
+        ? Promise.resolve({ done: true, value: undefined })
+        : reader.read().then(
+            (read) => (read.done ? { done: true, value: undefined } : { done: false, value: read.value }),
+            (error: unknown) =>
+              Promise.reject(failure("unavailable", "the upstream's response was cut", { detail: describeError(error) }))
+          ),
+    return: () => (reader === undefined ? Promise.resolve() : reader.cancel()).then(() => ({ done: true, value: undefined })),
+    [Symbol.asyncIterator]: () => iterator
+  }
+  return iterator
+}
+
+/** Server-sent events from a byte stream (`data:` lines joined, `event:` kept, comments skipped). */
+async function* eventsOf(chunks: AsyncIterableIterator<Uint8Array>): AsyncIterableIterator<SseFrame> {
+  const decoder = new TextDecoder()
+  let buffer = ""
+  let event: string | undefined
+  let data: Array<string> = []
+  const line = (text: string): SseFrame | undefined => {
+    if (text === "") {
+      const frame = data.length === 0 ? undefined : { ...(event === undefined ? {} : { event }), data: data.join("\n") }
+      event = undefined
+      data = []
+      return frame
+    }
+    if (text.startsWith(":")) return undefined
+    const colon = text.indexOf(":")
+    const field = colon === -1 ? text : text.slice(0, colon)
+    const value = colon === -1 ? "" : text.slice(colon + 1).replace(/^ /, "")
+    if (field === "data") data.push(value)
+    else if (field === "event") event = value
+    return undefined
+  }
+  for await (const chunk of chunks) {
+    buffer += decoder.decode(chunk, { stream: true })
+    const lines = buffer.split(/\r\n|\r|\n/)
+    buffer = lines.pop() ?? ""
+    for (const text of lines) {
+      const frame = line(text)
+      if (frame !== undefined) yield frame
+    }
+  }
+  const last = line(buffer) ?? line("")
+  if (last !== undefined) yield last
 }
 
 export const fetchUpstreamHttp = (options: FetchUpstreamHttpOptions = {}): UpstreamHttp => ({
@@ -78,7 +130,9 @@ export const fetchUpstreamHttp = (options: FetchUpstreamHttpOptions = {}): Upstr
                 try: () => response.clone().text(),
                 catch: (error) =>
                   failure("unavailable", "the upstream's response was cut", { detail: describeError(error) })
-              })
+              }),
+              chunks: () => chunksOf(response),
+              events: () => eventsOf(chunksOf(response))
             })
           : Effect.flatMap(
               Effect.promise(() => response.text().catch(() => "")),
