@@ -24,7 +24,8 @@ export const pluginUpstream = (upstream: UpstreamConfig): UpstreamConfig => ({
   baseUrl: upstream.baseUrl,
   timeoutMs: upstream.timeoutMs,
   idleTimeoutMs: upstream.idleTimeoutMs,
-  maxConnections: upstream.maxConnections
+  maxConnections: upstream.maxConnections,
+  ...(upstream.auth === undefined ? {} : { auth: upstream.auth })
 })
 
 /** A model as a plugin sees it: its upstreams without credentials. */

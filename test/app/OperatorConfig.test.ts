@@ -224,11 +224,37 @@ models: []
     })
   )
 
+  it.effect("takes a plugin's own protocol name and an auth scheme per upstream", () =>
+    Effect.gen(function* () {
+      const config = yield* parseYaml(`
+upstreams:
+  acme: { protocol: acme-ndjson, baseUrl: "https://api.acme.example/v2", apiKey: "k1", auth: { header: X-Acme-Key } }
+  keyed: { protocol: openai, baseUrl: "https://keyed.example/v1", apiKey: "k2", auth: { query: key } }
+  plain: { protocol: anthropic, baseUrl: "https://plain.example", apiKey: "k3", auth: bearer }
+models: []
+`)
+      assert.strictEqual(config.upstreams.get("acme")?.protocol, "acme-ndjson")
+      assert.deepStrictEqual(config.upstreams.get("acme")?.auth, { scheme: "header", name: "X-Acme-Key" })
+      assert.deepStrictEqual(config.upstreams.get("keyed")?.auth, { scheme: "query", name: "key" })
+      assert.deepStrictEqual(config.upstreams.get("plain")?.auth, { scheme: "bearer" })
+      const issues = yield* issuesOf(`
+upstreams:
+  a: { protocol: openai, baseUrl: "https://a.example/v1", apiKey: "k", auth: { cookie: x } }
+  b: { protocol: openai, baseUrl: "https://b.example/v1", apiKey: "k", auth: { header: "bad header" } }
+models: []
+`)
+      assert.deepStrictEqual(issues, [
+        'upstreams.a.auth: expected "bearer", { header: <header name> } or { query: <parameter name> }',
+        'upstreams.b.auth: expected "bearer", { header: <header name> } or { query: <parameter name> }'
+      ])
+    })
+  )
+
   it.effect("reports protocol, base URL and upstream field problems at their paths", () =>
     Effect.gen(function* () {
       const issues = yield* issuesOf(`
 upstreams:
-  p: { protocol: grpc, baseUrl: "https://p.example/v1", apiKey: "k" }
+  p: { protocol: "gRPC v2", baseUrl: "https://p.example/v1", apiKey: "k" }
   o: { protocol: openai, baseUrl: "https://o.example", apiKey: "k" }
   n: { protocol: anthropic, baseUrl: "https://n.example/v1", apiKey: "k" }
   g: { protocol: gemini, baseUrl: "https://g.example/v1beta/", apiKey: "k" }
@@ -239,7 +265,7 @@ upstreams:
 models: []
 `)
       assert.deepStrictEqual(issues, [
-        "upstreams.p.protocol: expected one of openai, anthropic, gemini, openai-responses, openai-videos, ark",
+        "upstreams.p.protocol: expected one of openai, anthropic, gemini, openai-responses, openai-videos, ark, or a plugin's own protocol name (lowercase letters, digits, dashes)",
         "upstreams.o.baseUrl: expected a URL ending in /v1 for the openai protocol",
         "upstreams.n.baseUrl: expected the host root for the anthropic protocol (endpoint paths already start with /v1)",
         "upstreams.g.baseUrl: expected the host root for the gemini protocol (endpoint paths already start with /v1)",

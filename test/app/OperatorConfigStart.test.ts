@@ -85,7 +85,7 @@ models:
     const { issues, shown } = await startFailure(`
 upstreams:
   sim: { protocol: openai, baseUrl: "\${TOLLGATE_START_TEST_URL}", apiKey: "\${TOLLGATE_START_TEST_KEY}", timeoutMs: -1 }
-  other: { protocol: grpc, baseUrl: "https://x.example/v1", apiKey: "\${TOLLGATE_START_TEST_MISSING}" }
+  other: { protocol: "gRPC v2", baseUrl: "https://x.example/v1", apiKey: "\${TOLLGATE_START_TEST_MISSING}" }
 models:
   - { id: a, plugin: text, upstreams: [sim, nowhere], pricing: { input: "0.15", output: "0.60", perCall: "1" } }
   - { id: a, plugin: text, upstreams: [sim], pricing: { input: "x" } }
@@ -97,7 +97,7 @@ surprise: true
       [
         "upstreams.sim.baseUrl: expected a URL ending in /v1 for the openai protocol",
         "upstreams.sim.timeoutMs: expected a positive integer",
-        "upstreams.other.protocol: expected one of openai, anthropic, gemini, openai-responses, openai-videos, ark",
+        "upstreams.other.protocol: expected one of openai, anthropic, gemini, openai-responses, openai-videos, ark, or a plugin's own protocol name (lowercase letters, digits, dashes)",
         "upstreams.other.apiKey: environment variable TOLLGATE_START_TEST_MISSING is not set",
         "models[0].upstreams[1]: no such upstream (defined: sim, other)",
         "models[0].pricing.perCall: does not apply to the text plugin (allowed: input, output, cacheRead, cacheWrite, cacheWrite1h, webSearch)",

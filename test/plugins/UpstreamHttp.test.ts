@@ -16,10 +16,12 @@ let scope: Scope.Closeable
 let client: UpstreamClient["Service"]
 let upstream: UpstreamConfig
 const seenKeys: Array<string | undefined> = []
+const seen: Array<{ readonly url: string | undefined; readonly headers: Record<string, unknown> }> = []
 
 beforeAll(async () => {
   server = createServer((request, response) => {
     seenKeys.push(request.headers.authorization)
+    seen.push({ url: request.url, headers: { ...request.headers } })
     response.writeHead(200, { "content-type": "application/x-ndjson" })
     if (request.url?.endsWith("/stall")) {
       response.write('{"delta":"first"}\n')
@@ -101,6 +103,40 @@ describe("the plugins' HTTP capability", () => {
     assert.strictEqual(failure?.reason, "timeout")
   })
 
+  it("sends the key as the upstream's auth scheme says, for a plugin's own protocol too", async () => {
+    const acme: UpstreamConfig = {
+      ...upstream,
+      name: "acme",
+      protocol: "acme-ndjson",
+      auth: { scheme: "header", name: "X-Acme-Key" }
+    }
+    const keyed: UpstreamConfig = { ...upstream, name: "keyed", auth: { scheme: "query", name: "key" } }
+    const http = makeUpstreamHttp(
+      client,
+      new Map([
+        [acme.name, acme],
+        [keyed.name, keyed]
+      ])
+    )
+    for (const target of [acme, keyed]) {
+      const response = await Effect.runPromise(
+        http.request({
+          upstream: pluginUpstream(target),
+          method: "POST",
+          path: "/stream?x=1",
+          body: "{}",
+          signal: new AbortController().signal
+        })
+      )
+      await lines(response.chunks())
+    }
+    const [byHeader, byQuery] = seen.slice(-2)
+    assert.strictEqual(byHeader?.headers["x-acme-key"], "vendor-key")
+    assert.isUndefined(byHeader?.headers.authorization)
+    assert.strictEqual(byQuery?.url, "/v1/stream?x=1&key=vendor-key")
+    assert.isUndefined(byQuery?.headers.authorization)
+  })
+
   it("refuses an upstream the operator config does not declare", async () => {
     const http = makeUpstreamHttp(client, new Map())
     const exit = await Effect.runPromise(
@@ -114,6 +150,6 @@ describe("the plugins' HTTP capability", () => {
       )
     )
     assert.isTrue(Exit.isFailure(exit))
-    assert.strictEqual(seenKeys.length, 2, "nothing was sent")
+    assert.strictEqual(seenKeys.length, 4, "nothing was sent")
   })
 })

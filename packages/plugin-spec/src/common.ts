@@ -17,8 +17,24 @@ export type Micros = bigint
  */
 export type Dialect = "openai" | "anthropic" | "gemini" | "responses"
 
-/** The wire protocols an upstream can speak (each fixes how its base URL is written and how it authenticates). */
-export type UpstreamProtocol = "openai" | "anthropic" | "gemini" | "openai-responses" | "openai-videos" | "ark"
+/** The wire protocols the gateway itself knows (each fixes how its base URL is written and how it authenticates). */
+export type BuiltinUpstreamProtocol = "openai" | "anthropic" | "gemini" | "openai-responses" | "openai-videos" | "ark"
+
+/**
+ * The protocol an upstream speaks: a built-in one, or a name a plugin declares for its own vendor (lowercase letters,
+ * digits and dashes: `acme-ndjson`). The gateway checks a built-in protocol's base URL; another protocol's is the
+ * plugin's to interpret.
+ */
+export type UpstreamProtocol = BuiltinUpstreamProtocol | (string & {})
+
+/**
+ * How an upstream's key is sent, from the operator config's `auth:` (default: per built-in protocol — Anthropic's
+ * `x-api-key`, Gemini's `x-goog-api-key`, a bearer token otherwise). The gateway's HTTP capability applies it.
+ */
+export type UpstreamAuth =
+  | { readonly scheme: "bearer" }
+  | { readonly scheme: "header"; readonly name: string }
+  | { readonly scheme: "query"; readonly name: string }
 
 /**
  * One upstream endpoint, from the operator config's `upstreams:`. Its credentials never reach a plugin: the gateway's
@@ -28,6 +44,8 @@ export interface UpstreamConfig {
   /** Its key under `upstreams:`, for logs and errors. */
   readonly name: string
   readonly protocol: UpstreamProtocol
+  /** How the key is sent (never the key itself); absent: the protocol's default. */
+  readonly auth?: UpstreamAuth | undefined
   /** Without a trailing slash; `/v1` for openai-style protocols, `/api/v3` for ark, the host root otherwise. */
   readonly baseUrl: string
   /** Longest wait for the response headers (time to first byte). */

@@ -8,7 +8,14 @@ import { noteUpstream } from "../../app/RequestTelemetry.ts"
 import { Clock, Context, Effect, Layer } from "effect"
 import { type Dispatcher, Pool } from "undici"
 import { discard, ResponseBody } from "./ResponseBody.ts"
-import { credentialHeaders, protocolHeaders, type UpstreamTarget, upstreamKey } from "./UpstreamEndpoints.ts"
+import {
+  credentialHeaders,
+  credentialQuery,
+  protocolHeaders,
+  type UpstreamTarget,
+  upstreamKey,
+  withCredentialQuery
+} from "./UpstreamEndpoints.ts"
 import {
   HttpStatus,
   isRequestDefect,
@@ -57,6 +64,8 @@ interface Target {
   readonly defaults: Readonly<Record<string, string>>
   readonly defaultsWithBody: Readonly<Record<string, string>>
   readonly credentials: Readonly<Record<string, string>>
+  /** The key as a query parameter, for an upstream whose `auth` says so; "" otherwise. */
+  readonly query: string
 }
 
 export class UpstreamClient extends Context.Service<
@@ -92,7 +101,8 @@ export class UpstreamClient extends Context.Service<
           basePath: url.pathname.replace(/\/+$/, ""),
           defaults: protocolHeaders(upstream),
           defaultsWithBody: { "content-type": "application/json", ...protocolHeaders(upstream) },
-          credentials: credentialHeaders(upstream)
+          credentials: credentialHeaders(upstream),
+          query: credentialQuery(upstream)
         }
         targets.set(upstream, made)
         return made
@@ -100,7 +110,7 @@ export class UpstreamClient extends Context.Service<
 
       const request = Effect.fnUntraced(function* (request: UpstreamRequest) {
         const { upstream } = request
-        const { pool, basePath, defaults, defaultsWithBody, credentials } = target(upstream)
+        const { pool, basePath, defaults, defaultsWithBody, credentials, query } = target(upstream)
         const timeouts = {
           headersMs: request.timeoutMs ?? upstream.timeoutMs,
           idleMs: request.idleTimeoutMs ?? upstream.idleTimeoutMs
@@ -118,7 +128,7 @@ export class UpstreamClient extends Context.Service<
           pool
             .request({
               method: request.method,
-              path: basePath + request.path,
+              path: withCredentialQuery(basePath + request.path, query),
               headers: {
                 ...(request.body === undefined ? defaults : defaultsWithBody),
                 ...request.headers,

@@ -17,9 +17,17 @@ export type UpstreamTarget = Omit<UpstreamConfig, "apiKey"> & { readonly apiKey?
 export const upstreamKey = (upstream: Pick<UpstreamTarget, "apiKey">): string =>
   upstream.apiKey === undefined ? "" : Redacted.value(upstream.apiKey)
 
-/** Headers that carry the API key; they override anything the caller set. */
-export const credentialHeaders = (upstream: Pick<UpstreamTarget, "protocol" | "apiKey">): Record<string, string> => {
+/** Headers that carry the API key, by the upstream's `auth` or its protocol's default; they override the caller's. */
+export const credentialHeaders = (
+  upstream: Pick<UpstreamTarget, "protocol" | "apiKey" | "auth">
+): Record<string, string> => {
   const key = upstreamKey(upstream)
+  const auth = upstream.auth
+  if (auth !== undefined) {
+    if (auth.scheme === "header") return { [auth.name.toLowerCase()]: key }
+    if (auth.scheme === "query") return {}
+    return { authorization: `Bearer ${key}` }
+  }
   switch (upstream.protocol) {
     case "anthropic":
       return { "x-api-key": key }
@@ -29,16 +37,29 @@ export const credentialHeaders = (upstream: Pick<UpstreamTarget, "protocol" | "a
     case "openai-responses":
     case "openai-videos":
     case "ark":
+    default:
       return { authorization: `Bearer ${key}` }
   }
 }
+
+/** The query parameter that carries the key for an upstream whose `auth` says so (`key=…`), or "". */
+export const credentialQuery = (upstream: Pick<UpstreamTarget, "apiKey" | "auth">): string =>
+  upstream.auth?.scheme === "query"
+    ? `${encodeURIComponent(upstream.auth.name)}=${encodeURIComponent(upstreamKey(upstream))}`
+    : ""
+
+/** `path` with the credential query appended (after any query it has). */
+export const withCredentialQuery = (path: string, query: string): string =>
+  query === "" ? path : `${path}${path.includes("?") ? "&" : "?"}${query}`
 
 /** Headers a protocol expects on every request unless the caller sets them (Anthropic wants a version date). */
 export const protocolHeaders = (upstream: Pick<UpstreamConfig, "protocol">): Record<string, string> =>
   upstream.protocol === "anthropic" ? { "anthropic-version": ANTHROPIC_VERSION } : {}
 
 /** Every header the protocol needs: {@link protocolHeaders} plus {@link credentialHeaders}. */
-export const authHeaders = (upstream: Pick<UpstreamTarget, "protocol" | "apiKey">): Record<string, string> => ({
+export const authHeaders = (
+  upstream: Pick<UpstreamTarget, "protocol" | "apiKey" | "auth">
+): Record<string, string> => ({
   ...protocolHeaders(upstream),
   ...credentialHeaders(upstream)
 })

@@ -2,11 +2,11 @@
  * The wire protocols an upstream can speak. Each fixes how its base URL is written, which the upstream client relies on
  * when it appends endpoint paths.
  */
-import type { UpstreamProtocol } from "@tollgate/plugin-spec"
+import type { BuiltinUpstreamProtocol, UpstreamProtocol } from "@tollgate/plugin-spec"
 
-export type { UpstreamProtocol }
+export type { BuiltinUpstreamProtocol, UpstreamProtocol }
 
-/** Every protocol of the plugin spec's `UpstreamProtocol`, for validating the config (checked both ways below). */
+/** Every protocol of the plugin spec's `BuiltinUpstreamProtocol`, for validating the config (checked both ways below). */
 export const UpstreamProtocols = [
   "openai",
   "anthropic",
@@ -14,15 +14,19 @@ export const UpstreamProtocols = [
   "openai-responses",
   "openai-videos",
   "ark"
-] as const satisfies ReadonlyArray<UpstreamProtocol>
+] as const satisfies ReadonlyArray<BuiltinUpstreamProtocol>
 
 // Compiles only while every protocol of the spec is listed above.
-const _listsEveryProtocol: [Exclude<UpstreamProtocol, (typeof UpstreamProtocols)[number]>] extends [never]
+const _listsEveryProtocol: [Exclude<BuiltinUpstreamProtocol, (typeof UpstreamProtocols)[number]>] extends [never]
   ? true
   : false = true
 
-export const isUpstreamProtocol = (value: unknown): value is UpstreamProtocol =>
+export const isUpstreamProtocol = (value: unknown): value is BuiltinUpstreamProtocol =>
   typeof value === "string" && (UpstreamProtocols as ReadonlyArray<string>).includes(value)
+
+/** A protocol a plugin declares for its own vendor: lowercase letters, digits and dashes. */
+export const isPluginProtocolName = (value: unknown): value is string =>
+  typeof value === "string" && /^[a-z][a-z0-9-]{0,39}$/.test(value)
 
 /**
  * Why a base URL does not fit its protocol, or undefined when it does. OpenAI-style SDKs put `/v1` in the base URL and
@@ -48,5 +52,8 @@ export const baseUrlProblem = (protocol: UpstreamProtocol, baseUrl: string): str
       return /\/v1(beta)?$/.test(path)
         ? `expected the host root for the ${protocol} protocol (endpoint paths already start with /v1)`
         : undefined
+    default:
+      // A plugin's own protocol: its plugin appends its paths to the base URL as it sees fit.
+      return undefined
   }
 }

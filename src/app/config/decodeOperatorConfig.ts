@@ -12,7 +12,8 @@ import {
   parsePrice,
   pricingIssues
 } from "./ModelPricing.ts"
-import { baseUrlProblem, isUpstreamProtocol, UpstreamProtocols } from "./UpstreamProtocol.ts"
+import { baseUrlProblem, isPluginProtocolName, isUpstreamProtocol, UpstreamProtocols } from "./UpstreamProtocol.ts"
+import type { UpstreamAuth } from "@tollgate/plugin-spec"
 
 /** Defaults an operator may leave out. */
 export const OperatorConfigDefaults = {
@@ -122,6 +123,20 @@ export const decodeOperatorConfig = (
   return issues.length === 0 ? Result.succeed(config) : Result.fail(issues)
 }
 
+/** `auth: bearer`, `auth: { header: x-acme-key }` or `auth: { query: key }`: how the upstream's key is sent. */
+const decodeAuth = (input: Input, raw: unknown, path: string): { readonly auth?: UpstreamAuth } => {
+  if (raw === undefined) return {}
+  if (raw === "bearer") return { auth: { scheme: "bearer" } }
+  const fields = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {}
+  const [scheme, ...others] = Object.keys(fields)
+  const name = scheme === undefined ? undefined : fields[scheme]
+  if ((scheme === "header" || scheme === "query") && others.length === 0 && typeof name === "string") {
+    if (/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) return { auth: { scheme, name } }
+  }
+  input.issue(path, 'expected "bearer", { header: <header name> } or { query: <parameter name> }')
+  return {}
+}
+
 const decodeUpstreams = (
   input: Input,
   raw: unknown,
@@ -140,6 +155,7 @@ const decodeUpstreams = (
       "timeoutMs",
       "idleTimeoutMs",
       "maxConnections",
+      "auth",
       "rpm",
       "tpm",
       "maxConcurrency"
@@ -148,18 +164,24 @@ const decodeUpstreams = (
     limits.set(name, decodeUpstreamLimits(input, fields, path))
     const protocol = fields.protocol
     if (protocol === undefined) input.issue(`${path}.protocol`, "required")
-    else if (!isUpstreamProtocol(protocol)) {
-      if (protocol !== Unresolved) input.issue(`${path}.protocol`, `expected one of ${UpstreamProtocols.join(", ")}`)
+    else if (!isUpstreamProtocol(protocol) && !isPluginProtocolName(protocol)) {
+      if (protocol !== Unresolved) {
+        input.issue(
+          `${path}.protocol`,
+          `expected one of ${UpstreamProtocols.join(", ")}, or a plugin's own protocol name (lowercase letters, digits, dashes)`
+        )
+      }
     }
     const baseUrl = input.string(fields.baseUrl, `${path}.baseUrl`)
-    if (baseUrl !== undefined && isUpstreamProtocol(protocol)) {
+    if (baseUrl !== undefined && (isUpstreamProtocol(protocol) || isPluginProtocolName(protocol))) {
       const problem = baseUrlProblem(protocol, baseUrl)
       if (problem !== undefined) input.issue(`${path}.baseUrl`, problem)
     }
     const apiKey = input.string(fields.apiKey, `${path}.apiKey`)
     const upstream: UpstreamConfig = {
       name,
-      protocol: isUpstreamProtocol(protocol) ? protocol : "openai",
+      protocol: isUpstreamProtocol(protocol) || isPluginProtocolName(protocol) ? protocol : "openai",
+      ...decodeAuth(input, fields.auth, `${path}.auth`),
       baseUrl: (baseUrl ?? "").replace(/\/+$/, ""),
       apiKey: Redacted.make(apiKey ?? "", { label: `${path}.apiKey` }),
       timeoutMs: input.positiveInt(fields.timeoutMs, `${path}.timeoutMs`, OperatorConfigDefaults.upstreamTimeoutMs),
