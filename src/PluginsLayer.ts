@@ -19,6 +19,7 @@ import type { ModelPlugin, PriceKeys } from "./plugins/ModelPlugin.ts"
 import { makeTextPlugin } from "./plugins/text/TextPlugin.ts"
 import { TEXT_PRICE_KEYS } from "./plugins/text/TextPricing.ts"
 import { makeUpstreamHttp } from "./plugins/UpstreamHttp.ts"
+import { countText } from "./adapters/tokenizer/Tokenizer.ts"
 import { makeVideoPlugin, VIDEO_PRICE_KEYS } from "./plugins/video/VideoPlugin.ts"
 
 /** The built-in families' ids and the prices each bills by, known before any module loads. */
@@ -56,7 +57,10 @@ export const layerFrom = (ownedBy: (modelId: string) => string) =>
       const fetcher = yield* ImageFetcherService
       const links = yield* GuardedFetcher
       const http = makeUpstreamHttp(client, config.upstreams)
-      const external = yield* loadPlugins(config.plugins, http)
+      const external = yield* loadPlugins(config.plugins, {
+        http,
+        tokens: { encoding: "o200k_base", count: countText }
+      })
       const built = yield* buildRegistry(
         config,
         [...builtinPlugins(client, fetcher, links), ...external],

@@ -8,7 +8,14 @@
  * - a method that throws instead of returning an effect is a defect of that call, not of the gateway.
  * The gateway's own plugins are not wrapped: they share its `effect` and read keys through its upstream client.
  */
-import type { ModelPlugin, PluginFailure, PluginModel, UpstreamConfig, UpstreamHttp } from "@tollgate/plugin-spec"
+import type {
+  ModelPlugin,
+  PluginFailure,
+  PluginModel,
+  TokenCounter,
+  UpstreamConfig,
+  UpstreamHttp
+} from "@tollgate/plugin-spec"
 import { FAILURE_REASONS } from "@tollgate/plugin-spec/shape"
 import { Effect } from "effect"
 
@@ -45,14 +52,25 @@ const isModel = (value: unknown): value is PluginModel =>
  * the gateway's HTTP capability, whatever its kind.
  */
 const outbound =
-  (http: UpstreamHttp | undefined) =>
+  ({ http, tokens }: Capabilities) =>
   (value: unknown): unknown => {
     if (isModel(value)) return pluginModel(value)
     if (isRecord(value) && isModel(value.model)) {
-      return { ...value, model: pluginModel(value.model), ...(http === undefined ? {} : { http }) }
+      return {
+        ...value,
+        model: pluginModel(value.model),
+        ...(http === undefined ? {} : { http }),
+        ...(tokens === undefined ? {} : { tokens })
+      }
     }
     return value
   }
+
+/** What the gateway gives every loaded plugin: its HTTP client and its tokenizer. */
+export interface Capabilities {
+  readonly http?: UpstreamHttp | undefined
+  readonly tokens?: TokenCounter | undefined
+}
 
 const optionalString = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
 const optionalNumber = (value: unknown): number | undefined =>
@@ -109,8 +127,9 @@ const methodOf = (owner: object, name: string): AnyFunction | undefined => {
 }
 
 /** A plugin from the operator config, as the gateway calls it (see the module's comment), `http` in every call. */
-export const atBoundary = (plugin: ModelPlugin, http?: UpstreamHttp): ModelPlugin => {
-  const toPlugin = outbound(http)
+export const atBoundary = (plugin: ModelPlugin, capabilities: Capabilities = {}): ModelPlugin => {
+  const toPlugin = outbound(capabilities)
+  const { tokens } = capabilities
   const wrapped: Record<string, unknown> = { ...plugin }
   for (const key of [
     "specificationVersion",
@@ -140,8 +159,8 @@ export const atBoundary = (plugin: ModelPlugin, http?: UpstreamHttp): ModelPlugi
   const estimate = methodOf(plugin.pricing, "estimate")
   const price = methodOf(plugin.pricing, "price")
   wrapped.pricing = {
-    estimate: (input: unknown, model: PluginModel) => estimate?.call(plugin.pricing, input, pluginModel(model)),
-    price: (usage: unknown, model: PluginModel) => price?.call(plugin.pricing, usage, pluginModel(model))
+    estimate: (input: unknown, model: PluginModel) => estimate?.call(plugin.pricing, input, pluginModel(model), tokens),
+    price: (usage: unknown, model: PluginModel) => price?.call(plugin.pricing, usage, pluginModel(model), tokens)
   }
   return wrapped as unknown as ModelPlugin
 }

@@ -12,7 +12,6 @@ import type {
   PluginModel,
   SpeechPlugin,
   TranscriptionPlugin,
-  UpstreamHttp,
   VideosPlugin
 } from "@tollgate/plugin-spec"
 import { Context, Effect } from "effect"
@@ -20,7 +19,7 @@ import type { OperatorConfigData } from "./config/OperatorConfigData.ts"
 import type { CatalogModel } from "./ModelCatalog.ts"
 import { OperatorConfig, OperatorConfigError } from "./OperatorConfig.ts"
 import { isBuiltinKind, pluginShapeProblems } from "@tollgate/plugin-spec/shape"
-import { atBoundary } from "./PluginBoundary.ts"
+import { atBoundary, type Capabilities } from "./PluginBoundary.ts"
 
 /** A model served on the chat endpoints. */
 export interface RegisteredModel {
@@ -136,7 +135,7 @@ type Loaded =
  * Imports the operator's plugin modules; each exports a plugin as its default export (or as `plugin`). Each is wrapped
  * at the boundary (app/PluginBoundary.ts): it never sees a key, its calls carry `http`, its failures are read by shape.
  */
-export const loadPlugins = (specifiers: ReadonlyArray<string>, http?: UpstreamHttp) =>
+export const loadPlugins = (specifiers: ReadonlyArray<string>, capabilities: Capabilities = {}) =>
   Effect.gen(function* () {
     // Every module is tried, so an operator sees every broken one at once.
     const loaded = yield* Effect.forEach(specifiers, (specifier) =>
@@ -149,7 +148,7 @@ export const loadPlugins = (specifiers: ReadonlyArray<string>, http?: UpstreamHt
           const problems = pluginShapeProblems(candidate)
           return problems.length > 0
             ? { _tag: "Broken", issues: problems.map((problem) => `plugins: ${specifier}: ${problem}`) }
-            : { _tag: "Loaded", plugin: atBoundary(candidate as ModelPlugin, http) }
+            : { _tag: "Loaded", plugin: atBoundary(candidate as ModelPlugin, capabilities) }
         }),
         Effect.catch((issue: string) => Effect.succeed<Loaded>({ _tag: "Broken", issues: [issue] }))
       )

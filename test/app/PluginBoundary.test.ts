@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import type { ChatCall, ChatPlugin, EndpointPlugin, PluginModel } from "@tollgate/plugin-spec"
+import type { ChatCall, ChatPlugin, EndpointPlugin, PluginModel, TokenCounter } from "@tollgate/plugin-spec"
 import { Effect, Exit, Redacted } from "effect"
 import { atBoundary, inboundFailure } from "../../src/app/PluginBoundary.ts"
 import type { UpstreamConfig } from "../../src/app/config/OperatorConfigData.ts"
@@ -81,7 +81,7 @@ describe("PluginBoundary", () => {
             return Effect.succeed({ _tag: "Body", dialect: "openai", body: {} })
           }
         } as unknown as ChatPlugin
-        const wrapped = atBoundary(chat, http) as ChatPlugin
+        const wrapped = atBoundary(chat, { http }) as ChatPlugin
         yield* wrapped.invoke({
           model,
           request: { messages: [] } as unknown as ChatCall["request"],
@@ -92,6 +92,24 @@ describe("PluginBoundary", () => {
         assert.deepStrictEqual(given, [http])
       })
   )
+
+  it("gives a loaded plugin's pricing the gateway's token counter", () => {
+    const counted: Array<unknown> = []
+    const plugin = {
+      ...probe([]),
+      pricing: {
+        estimate: (request: { readonly text: string }, _model: PluginModel, tokens?: TokenCounter) => {
+          counted.push(tokens?.encoding)
+          return BigInt(tokens?.count(request.text) ?? 0)
+        },
+        price: () => 0n
+      }
+    } as unknown as EndpointPlugin
+    const tokens: TokenCounter = { encoding: "o200k_base", count: (text) => text.split(" ").length }
+    const wrapped = atBoundary(plugin, { tokens })
+    assert.strictEqual(wrapped.pricing.estimate({ model: "m", text: "three words here" } as never, model), 3n)
+    assert.deepStrictEqual(counted, ["o200k_base"])
+  })
 
   it.effect("reads a failure by its shape, copying only the spec's fields", () =>
     Effect.gen(function* () {

@@ -6,7 +6,7 @@
  */
 import type { Effect } from "effect"
 import type { ChatRequest, Usage } from "./chatIR.ts"
-import type { Dialect, PluginFailure, PluginIdentity, PluginModel, PricingRule, SseFrame, UpstreamHttp } from "./common.ts"
+import type { Dialect, PluginFailure, PluginIdentity, PluginModel, PricingRule, SseFrame, TokenCounter, UpstreamHttp } from "./common.ts"
 
 export type * from "./common.ts"
 
@@ -24,6 +24,8 @@ export interface ChatCall {
   /** The gateway's HTTP client for `model.upstreams` (it adds their credentials); set for every plugin loaded from the
    * operator config. */
   readonly http?: UpstreamHttp | undefined
+  /** The gateway's tokenizer; set for every plugin loaded from the operator config. */
+  readonly tokens?: TokenCounter | undefined
 }
 
 export type ChatReply =

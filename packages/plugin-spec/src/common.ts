@@ -85,12 +85,22 @@ export interface PluginModel {
   readonly hostedTools?: "omit" | "refuse" | undefined
 }
 
+/**
+ * The gateway's tokenizer, so a per-token price holds what it will charge (not a byte count). Synchronous and pure:
+ * usable in `estimate` and `price`. Given to every plugin loaded from the operator config (pricing and calls).
+ */
+export interface TokenCounter {
+  /** The encoding it counts in: `o200k_base` (OpenAI's current models). */
+  readonly encoding: string
+  readonly count: (text: string) => number
+}
+
 /** A pure pricing rule: the same input always gives the same answer, with no clock, randomness or I/O. */
 export interface PricingRule<Input, Usage> {
   /** The most this call can cost: the gateway holds it before calling the plugin. */
-  readonly estimate: (input: Input, model: PluginModel) => Micros
+  readonly estimate: (input: Input, model: PluginModel, tokens?: TokenCounter) => Micros
   /** What the call cost, from the usage the reply reported; never above `estimate` for usage within the hold. */
-  readonly price: (usage: Usage, model: PluginModel) => Micros
+  readonly price: (usage: Usage, model: PluginModel, tokens?: TokenCounter) => Micros
 }
 
 /**

@@ -1,6 +1,6 @@
 /** Embeddings plugins, v1: `/v1/embeddings` and Gemini's embedding paths, in OpenAI's shapes on the client side. */
 import type { Effect } from "effect"
-import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, UpstreamHttp } from "./common.ts"
+import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, TokenCounter, UpstreamHttp } from "./common.ts"
 
 export type * from "./common.ts"
 
@@ -30,6 +30,8 @@ export interface EmbeddingsCall {
   /** The gateway's HTTP client for `model.upstreams` (it adds their credentials); set for every plugin loaded from the
    * operator config. */
   readonly http?: UpstreamHttp | undefined
+  /** The gateway's tokenizer; set for every plugin loaded from the operator config. */
+  readonly tokens?: TokenCounter | undefined
 }
 
 /** One vector per input, in input order; `promptTokens` as the upstream reported it (or counted when it did not). */

@@ -7,7 +7,7 @@
  * that names its `model`. Several plugins may serve one kind; they must then declare the same endpoint.
  */
 import type { Effect } from "effect"
-import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, UpstreamHttp } from "./common.ts"
+import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, TokenCounter, UpstreamHttp } from "./common.ts"
 import type { StandardSchemaV1 } from "./standardSchema.ts"
 
 export type * from "./common.ts"
@@ -43,6 +43,8 @@ export interface EndpointCall<Request extends EndpointRequest> {
   readonly signal: AbortSignal
   /** The gateway's pooled HTTP client for `model.upstreams`. */
   readonly http: UpstreamHttp
+  /** The gateway's tokenizer (always given by the gateway; the contract suites pass the fixtures' `tokens`). */
+  readonly tokens?: TokenCounter | undefined
 }
 
 export interface EndpointReply<Usage extends EndpointUsage> {

@@ -3,7 +3,7 @@
  * The gateway validates the request, holds `estimate`, calls `generate` or `edit`, and settles `price(usage)`.
  */
 import type { Effect } from "effect"
-import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, UpstreamHttp } from "./common.ts"
+import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, TokenCounter, UpstreamHttp } from "./common.ts"
 
 export type * from "./common.ts"
 
@@ -46,6 +46,8 @@ export interface ImagesCall {
   /** The gateway's HTTP client for `model.upstreams` (it adds their credentials); set for every plugin loaded from the
    * operator config. */
   readonly http?: UpstreamHttp | undefined
+  /** The gateway's tokenizer; set for every plugin loaded from the operator config. */
+  readonly tokens?: TokenCounter | undefined
 }
 
 /** Token usage of an images call, as the upstream reported it (or estimated from the tables when it did not). */

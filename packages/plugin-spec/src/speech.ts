@@ -1,6 +1,6 @@
 /** Speech plugins, v1: `/v1/audio/speech` (text to speech), in OpenAI's shapes on the client side. */
 import type { Effect } from "effect"
-import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, UpstreamHttp } from "./common.ts"
+import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, TokenCounter, UpstreamHttp } from "./common.ts"
 
 export type * from "./common.ts"
 
@@ -22,6 +22,8 @@ export interface SpeechCall {
   /** The gateway's HTTP client for `model.upstreams` (it adds their credentials); set for every plugin loaded from the
    * operator config. */
   readonly http?: UpstreamHttp | undefined
+  /** The gateway's tokenizer; set for every plugin loaded from the operator config. */
+  readonly tokens?: TokenCounter | undefined
 }
 
 /** The audio, streamed as it arrives; returning it means bytes may reach the client (no fallback after this). */

@@ -1,6 +1,6 @@
 /** Transcription plugins, v1: `/v1/audio/transcriptions`, in OpenAI's shapes on the client side. */
 import type { Effect } from "effect"
-import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, UpstreamHttp } from "./common.ts"
+import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, TokenCounter, UpstreamHttp } from "./common.ts"
 
 export type * from "./common.ts"
 
@@ -25,6 +25,8 @@ export interface TranscriptionCall {
   /** The gateway's HTTP client for `model.upstreams` (it adds their credentials); set for every plugin loaded from the
    * operator config. */
   readonly http?: UpstreamHttp | undefined
+  /** The gateway's tokenizer; set for every plugin loaded from the operator config. */
+  readonly tokens?: TokenCounter | undefined
 }
 
 /** What a transcription used: audio length and/or tokens, as the upstream reported them (null = not reported). */

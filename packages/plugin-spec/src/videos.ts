@@ -3,7 +3,7 @@
  * schedule and stored content); a plugin only speaks its upstream's task API: create, poll, download.
  */
 import type { Effect } from "effect"
-import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, UpstreamHttp } from "./common.ts"
+import type { PluginFailure, PluginIdentity, PluginModel, PricingRule, TokenCounter, UpstreamHttp } from "./common.ts"
 
 export type * from "./common.ts"
 
@@ -33,6 +33,8 @@ export interface VideoCall {
   /** The gateway's HTTP client for `model.upstreams` (it adds their credentials); set for every plugin loaded from the
    * operator config. */
   readonly http?: UpstreamHttp | undefined
+  /** The gateway's tokenizer; set for every plugin loaded from the operator config. */
+  readonly tokens?: TokenCounter | undefined
 }
 
 export interface VideoTaskRef extends VideoCall {

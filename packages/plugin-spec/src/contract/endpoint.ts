@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import type fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import type { FailureReason, PluginModel, UpstreamHttp } from "../common.ts"
+import type { FailureReason, PluginModel, TokenCounter, UpstreamHttp } from "../common.ts"
 import type { EndpointPlugin, EndpointRequest, EndpointUsage } from "../endpoint.ts"
 import { type ContractCheck, contractChecks } from "./engine.ts"
 import { fetchUpstreamHttp } from "./fetchUpstreamHttp.ts"
@@ -28,6 +28,8 @@ export interface EndpointFixtures<Request extends EndpointRequest, Usage extends
   readonly http?: UpstreamHttp
   /** How long one call may take (default 10 s). */
   readonly timeoutMs?: number
+  /** The token counter pricing and calls are given, as the gateway gives its own (`o200k_base`). */
+  readonly tokens?: TokenCounter
 }
 
 const decode = async <Request>(plugin: EndpointPlugin<EndpointRequest, EndpointUsage>, body: unknown) => {
@@ -48,7 +50,14 @@ export const endpointContractChecks = <Request extends EndpointRequest, Usage ex
       (decoded) => {
         if (decoded.value === undefined) return Effect.die(`the fixture body does not pass the schema: ${JSON.stringify(body)}`)
         const request = decoded.value
-        return Effect.flatMap(plugin.invoke({ model, request, requestId: "contract", signal, http }), (reply) =>
+        return Effect.flatMap(plugin.invoke({
+          model,
+          request,
+          requestId: "contract",
+          signal,
+          http,
+          ...(fixtures.tokens === undefined ? {} : { tokens: fixtures.tokens })
+        }), (reply) =>
           reply !== null && typeof reply === "object" && reply.body !== undefined && reply.usage !== null && typeof reply.usage === "object"
             ? Effect.succeed(reply.usage)
             : Effect.die(`the reply is not { body, usage }: ${JSON.stringify(reply)}`)
@@ -79,6 +88,7 @@ export const endpointContractChecks = <Request extends EndpointRequest, Usage ex
     },
     ...contractChecks(plugin.kind, plugin, {
       ...(fixtures.timeoutMs === undefined ? {} : { timeoutMs: fixtures.timeoutMs }),
+      ...(fixtures.tokens === undefined ? {} : { tokens: fixtures.tokens }),
       models: fixtures.models,
       inputs: fixtures.inputs,
       usageWithin: fixtures.usageWithin,

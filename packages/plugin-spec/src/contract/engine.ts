@@ -9,7 +9,7 @@
 import { Cause, Effect, Exit, Option } from "effect"
 import fc from "fast-check"
 import { assert, describe, it } from "vitest"
-import type { FailureReason, Micros, PluginFailure, PluginModel, PricingRule } from "../common.ts"
+import type { FailureReason, Micros, PluginFailure, PluginModel, PricingRule, TokenCounter } from "../common.ts"
 import { FAILURE_REASONS, pluginShapeProblems } from "../shape.ts"
 
 export const isPluginFailure = (error: unknown): error is PluginFailure => {
@@ -50,6 +50,8 @@ export interface ContractFixtures<In, U> {
   readonly failing?: ReadonlyArray<FailingCall>
   /** How long one call may take. */
   readonly timeoutMs?: number
+  /** The token counter pricing is given, as the gateway gives its own (`o200k_base`). */
+  readonly tokens?: TokenCounter
 }
 
 /** One check of a suite: `run` rejects with what is wrong. */
@@ -101,12 +103,12 @@ export const contractChecks = <In, U>(
                 fixtures.usageWithin(input, model).map((usage) => [input, usage] as const)
               ),
               ([input, usage]) => {
-                const estimate = plugin.pricing.estimate(input, model)
-                const price = plugin.pricing.price(usage, model)
+                const estimate = plugin.pricing.estimate(input, model, fixtures.tokens)
+                const price = plugin.pricing.price(usage, model, fixtures.tokens)
                 assert.isTrue(isMicros(estimate), `estimate is not non-negative bigint micro-dollars: ${String(estimate)}`)
                 assert.isTrue(isMicros(price), `price is not non-negative bigint micro-dollars: ${String(price)}`)
-                assert.strictEqual(plugin.pricing.estimate(input, model), estimate, "estimate is not pure")
-                assert.strictEqual(plugin.pricing.price(usage, model), price, "price is not pure")
+                assert.strictEqual(plugin.pricing.estimate(input, model, fixtures.tokens), estimate, "estimate is not pure")
+                assert.strictEqual(plugin.pricing.price(usage, model, fixtures.tokens), price, "price is not pure")
                 assert.isTrue(price <= estimate, `price ${price} is above the estimate ${estimate} it was held for`)
               }
             ),
@@ -123,8 +125,8 @@ export const contractChecks = <In, U>(
       run: async () => {
         const exit = finished(await exitOf(call.run(new AbortController().signal), timeoutMs), call.name, timeoutMs)
         if (Exit.isFailure(exit)) assert.fail(`${call.name} failed: ${Cause.pretty(exit.cause)}`)
-        const price = plugin.pricing.price(exit.value, call.model)
-        const estimate = plugin.pricing.estimate(call.input, call.model)
+        const price = plugin.pricing.price(exit.value, call.model, fixtures.tokens)
+        const estimate = plugin.pricing.estimate(call.input, call.model, fixtures.tokens)
         assert.isTrue(isMicros(price), "the reply's price is not non-negative bigint micro-dollars")
         assert.isTrue(price <= estimate, `the reply costs ${price}, more than the ${estimate} held for it`)
       }
