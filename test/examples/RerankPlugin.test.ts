@@ -7,12 +7,12 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { makeAdmin } from "../../test/http/chat/ChatHarness.ts"
-import { startTestGateway, type TestGateway } from "../../test/support/TestGateway.ts"
-import { type RerankSimulator, startRerankSimulator } from "./simulator.ts"
+import { makeAdmin } from "../http/chat/ChatHarness.ts"
+import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
+import { type RerankSimulator, startRerankSimulator } from "../../examples/plugin-rerank/simulator.ts"
 
-const RERANK_MODULE = resolve(import.meta.dirname, "index.ts")
-const ECHO_MODULE = resolve(import.meta.dirname, "../plugin-echo/index.ts")
+const RERANK_MODULE = resolve(import.meta.dirname, "../../examples/plugin-rerank/index.ts")
+const ECHO_MODULE = resolve(import.meta.dirname, "../../examples/plugin-echo/index.ts")
 
 /** 0.002 USD per search unit, in micro-dollars. */
 const PER_UNIT = 2_000n
