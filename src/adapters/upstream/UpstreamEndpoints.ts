@@ -33,11 +33,8 @@ export const credentialHeaders = (
       return { "x-api-key": key }
     case "gemini":
       return { "x-goog-api-key": key }
-    case "openai":
-    case "openai-responses":
-    case "openai-videos":
-    case "ark":
     default:
+      // openai, openai-responses, openai-videos, ark, and a plugin's own protocol without an `auth` of its own.
       return { authorization: `Bearer ${key}` }
   }
 }
