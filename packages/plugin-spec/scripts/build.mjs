@@ -2,7 +2,7 @@
 // README, and a package.json whose exports point at them. The workspace's own package.json points at src/ so the
 // gateway runs the spec from source; `npm pack ./dist` (or `npm run tarball`) makes the tarball a plugin installs.
 import { spawnSync } from "node:child_process"
-import { copyFileSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, cpSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -36,9 +36,11 @@ const manifest = {
   engines: source.engines,
   sideEffects: false,
   exports,
-  ...(source.bin === undefined ? {} : { bin: Object.fromEntries(Object.entries(source.bin).map(([name, path]) => [name, `${built(path)}.js`])) }),
+  // The scaffold is plain JavaScript and templates, copied as is.
+  ...(source.bin === undefined ? {} : { bin: source.bin }),
   peerDependencies: source.peerDependencies,
   peerDependenciesMeta: source.peerDependenciesMeta
 }
 writeFileSync(join(dist, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`)
 copyFileSync(join(root, "README.md"), join(dist, "README.md"))
+cpSync(join(root, "scaffold"), join(dist, "scaffold"), { recursive: true })
