@@ -4,11 +4,12 @@
 import { spawnSync } from "node:child_process"
 import { copyFileSync, cpSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
-import { dirname, join } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-const dist = join(root, "dist")
+// An output folder may be given (tests build into their own, so two never race on dist/).
+const dist = resolve(process.argv[2] ?? join(root, "dist"))
 const require = createRequire(join(root, "package.json"))
 
 const typescript = require.resolve("typescript/package.json")
@@ -16,7 +17,7 @@ const { bin } = JSON.parse(readFileSync(typescript, "utf8"))
 const tsc = join(dirname(typescript), typeof bin === "string" ? bin : bin.tsc)
 
 rmSync(dist, { recursive: true, force: true })
-const compiled = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json")], { stdio: "inherit" })
+const compiled = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json"), "--outDir", dist], { stdio: "inherit" })
 if (compiled.status !== 0) process.exit(compiled.status ?? 1)
 
 const source = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))

@@ -114,8 +114,9 @@ const micros = (amount: bigint): string => `${amount / 1_000_000n}.${(amount % 1
 beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), "tollgate-external-plugin-"))
   // The spec, built and packed as it is published, installed from the tarball alone (its peers are the folder's).
-  run(process.execPath, [join(SPEC, "scripts/build.mjs")], ROOT)
-  run("npm", ["pack", "--pack-destination", folder], join(SPEC, "dist"))
+  const built = join(folder, "spec-dist")
+  run(process.execPath, [join(SPEC, "scripts/build.mjs"), built], ROOT)
+  run("npm", ["pack", "--pack-destination", folder], built)
   const [tarball] = readdirSync(folder).filter((name) => name.endsWith(".tgz"))
   writeFileSync(join(folder, "package.json"), JSON.stringify({ name: "score-plugin", private: true, type: "module" }))
   run(

@@ -28,8 +28,9 @@ let folder: string
 
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), "tollgate-scaffold-"))
-  ok(run(process.execPath, [join(SPEC, "scripts/build.mjs")], ROOT), "build")
-  ok(run("npm", ["pack", "--pack-destination", work], join(SPEC, "dist")), "pack")
+  const built = join(work, "spec-dist")
+  ok(run(process.execPath, [join(SPEC, "scripts/build.mjs"), built], ROOT), "build")
+  ok(run("npm", ["pack", "--pack-destination", work], built), "pack")
   const [tarball] = readdirSync(work).filter((name) => name.endsWith(".tgz"))
   const spec = join(work, "spec")
   mkdirSync(spec)
