@@ -2,7 +2,10 @@
  * Usage reports: sums of the `usage_daily` projection, filtered and grouped; and each request's own charge, from the
  * `holds` projection (one hold per billed request, its `captured` the whole charge, overage included).
  */
-import { Context, type Effect } from "effect"
+import { Context, type Effect, Result } from "effect"
+import { Base64Url } from "effect/encoding"
+import { isUuid } from "../domain/Ids.ts"
+import { parseInstant } from "../domain/Instants.ts"
 import type { StoreUnavailable } from "./StoreErrors.ts"
 
 export const USAGE_GROUPS = ["day", "model", "key"] as const
@@ -41,9 +44,38 @@ export interface RequestChargeQuery {
   readonly keyId?: string | undefined
   /** The `x-request-id` the response carried. */
   readonly requestId?: string | undefined
-  /** Requests placed strictly before this instant (the previous page's last `createdAt`). */
+  /** Requests placed strictly before this instant (a time filter, not a page cursor: requests share instants). */
   readonly before?: Date | undefined
+  /** Requests listed after this one (the previous page's last `cursor`): placed earlier, or at the same instant with a lower hold id. */
+  readonly after?: ChargeCursor | undefined
   readonly limit: number
+}
+
+/**
+ * A request's place in the newest-first listing: its hold's placement instant, to the microsecond the store keeps
+ * (a millisecond `Date` would skip rows placed within the same millisecond), and its hold id, which breaks ties.
+ */
+export interface ChargeCursor {
+  /** ISO 8601 in UTC with six fractional digits. */
+  readonly placedAt: string
+  readonly holdId: string
+}
+
+const CURSOR_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
+
+/** The opaque text a client passes back as `cursor`. */
+export const encodeChargeCursor = (cursor: ChargeCursor): string =>
+  Base64Url.encode(`${cursor.placedAt} ${cursor.holdId}`)
+
+/** The cursor in `text`, or undefined when it is not one this listing wrote. */
+export const decodeChargeCursor = (text: string): ChargeCursor | undefined => {
+  if (text.length > 100 || !/^[A-Za-z0-9_-]+$/.test(text)) return undefined
+  const decoded = Base64Url.decodeString(text)
+  if (Result.isFailure(decoded)) return undefined
+  const [placedAt = "", holdId = "", ...rest] = decoded.success.split(" ")
+  return rest.length === 0 && CURSOR_INSTANT.test(placedAt) && parseInstant(placedAt) !== undefined && isUuid(holdId)
+    ? { placedAt, holdId }
+    : undefined
 }
 
 /** One request's charge: what was held for it and what it cost in the end (0 when it was released). */
@@ -57,6 +89,8 @@ export interface RequestCharge {
   readonly cost: bigint
   readonly createdAt: Date
   readonly resolvedAt: Date | null
+  /** Where the next page starts when this is the last one listed. */
+  readonly cursor: ChargeCursor
 }
 
 export class UsageReports extends Context.Service<

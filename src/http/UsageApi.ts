@@ -15,7 +15,9 @@ import {
   type UsageGroup,
   type UsageLine,
   type UsageQuery,
-  UsageReports
+  UsageReports,
+  decodeChargeCursor,
+  encodeChargeCursor
 } from "../app/UsageReports.ts"
 import { isUuid } from "../domain/Ids.ts"
 import { parseDay, parseInstant } from "../domain/Instants.ts"
@@ -114,7 +116,10 @@ const chargeView = (charge: RequestCharge) => ({
   resolvedAt: charge.resolvedAt?.toISOString() ?? null
 })
 
-/** `limit` (1–1000, default 100), `before` (an ISO instant: the previous page's last `createdAt`), `requestId`, `keyId`. */
+/**
+ * `limit` (1–1000, default 100), `cursor` (the previous page's `next_cursor`), `before` (an ISO instant: only requests
+ * placed before it), `requestId`, `keyId`.
+ */
 const readChargeQuery = (params: URLSearchParams, accountId: string) =>
   Effect.gen(function* () {
     const limit = yield* limitParam(params, 100, 1000)
@@ -122,6 +127,11 @@ const readChargeQuery = (params: URLSearchParams, accountId: string) =>
     const before = beforeText === null || beforeText === "" ? undefined : parseInstant(beforeText)
     if (beforeText !== null && beforeText !== "" && before === undefined) {
       return yield* badRequest("before: expected an ISO 8601 instant with a zone", "before")
+    }
+    const cursorText = params.get("cursor")
+    const after = cursorText === null || cursorText === "" ? undefined : decodeChargeCursor(cursorText)
+    if (cursorText !== null && cursorText !== "" && after === undefined) {
+      return yield* badRequest("cursor: expected the next_cursor of a previous page", "cursor")
     }
     const requestId = params.get("requestId") ?? undefined
     if (requestId !== undefined && (requestId.length === 0 || requestId.length > 200)) {
@@ -132,6 +142,7 @@ const readChargeQuery = (params: URLSearchParams, accountId: string) =>
       keyId: yield* uuidParam("keyId", params.get("keyId")),
       requestId,
       before: before === undefined ? undefined : new Date(before),
+      after,
       limit
     }
   })
@@ -139,10 +150,14 @@ const readChargeQuery = (params: URLSearchParams, accountId: string) =>
 const chargesOf = (query: RequestChargeQuery) =>
   Effect.gen(function* () {
     const charges = yield* (yield* UsageReports).requests({ ...query, limit: query.limit + 1 })
+    const page = charges.slice(0, query.limit)
+    const last = page.at(-1)
+    const hasMore = charges.length > query.limit
     return json({
       object: "list",
-      data: charges.slice(0, query.limit).map(chargeView),
-      has_more: charges.length > query.limit
+      data: page.map(chargeView),
+      has_more: hasMore,
+      next_cursor: hasMore && last !== undefined ? encodeChargeCursor(last.cursor) : null
     })
   })
 

@@ -303,7 +303,7 @@ const fuzzTable: Record<string, RouteFuzz> = {
     envelope: "openai",
     as: "admin",
     url: () => "/admin/usage/requests",
-    query: ["accountId", "keyId", "requestId", "before", "limit"]
+    query: ["accountId", "keyId", "requestId", "before", "cursor", "limit"]
   },
   "GET /admin/models": { envelope: "openai", as: "admin", url: () => "/admin/models" },
   "GET /admin/upstreams": { envelope: "openai", as: "admin", url: () => "/admin/upstreams" },
@@ -389,7 +389,7 @@ const fuzzTable: Record<string, RouteFuzz> = {
     envelope: "openai",
     as: "key",
     url: () => "/v1/usage/requests",
-    query: ["requestId", "keyId", "before", "limit"]
+    query: ["requestId", "keyId", "before", "cursor", "limit"]
   },
   "GET /v1/balance": { envelope: "openai", as: "key", url: () => "/v1/balance" },
   "POST /v1/chat/completions": {

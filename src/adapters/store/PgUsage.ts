@@ -26,6 +26,8 @@ interface Row {
 }
 
 interface ChargeRow {
+  readonly hold_id: string
+  readonly placed_at_us: string
   readonly request_id: string | null
   readonly model: string | null
   readonly key_id: string | null
@@ -84,14 +86,20 @@ export const layer = Layer.effect(
       }).pipe(orUnavailable)
     const requests = (query: RequestChargeQuery) =>
       sql<ChargeRow>`
-        SELECT request_id, model, key_id, status, amount::text AS amount, captured::text AS captured, placed_at,
-          resolved_at
+        SELECT hold_id::text AS hold_id, request_id, model, key_id, status, amount::text AS amount,
+          captured::text AS captured, placed_at, resolved_at,
+          to_char(placed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS placed_at_us
         FROM holds
         WHERE account_id = ${query.accountId}::uuid
           AND (${query.keyId ?? null}::uuid IS NULL OR key_id = ${query.keyId ?? null}::uuid)
           AND (${query.requestId ?? null}::text IS NULL OR request_id = ${query.requestId ?? null}::text)
           AND (${query.before ?? null}::timestamptz IS NULL OR placed_at < ${query.before ?? null}::timestamptz)
-        ORDER BY placed_at DESC, hold_id
+          ${
+            query.after === undefined
+              ? sql``
+              : sql`AND (placed_at, hold_id) < (${query.after.placedAt}::timestamptz, ${query.after.holdId}::uuid)`
+          }
+        ORDER BY placed_at DESC, hold_id DESC
         LIMIT ${query.limit}`.pipe(
         Effect.map((rows) =>
           rows.map(
@@ -103,7 +111,8 @@ export const layer = Layer.effect(
               held: BigInt(row.amount),
               cost: row.status === "settled" ? BigInt(row.captured) : 0n,
               createdAt: new Date(row.placed_at),
-              resolvedAt: row.resolved_at === null ? null : new Date(row.resolved_at)
+              resolvedAt: row.resolved_at === null ? null : new Date(row.resolved_at),
+              cursor: { placedAt: row.placed_at_us, holdId: row.hold_id }
             })
           )
         ),

@@ -165,6 +165,7 @@ describe("cost headers", () => {
     type Page = {
       data: Array<{ requestId: string; cost: string; status: string; createdAt: string }>
       has_more: boolean
+      next_cursor: string | null
     }
     const all = (await (await list("")).json()) as Page
     assert.strictEqual(all.data.length, 3)
@@ -178,14 +179,18 @@ describe("cost headers", () => {
       one.data.map((entry) => [entry.requestId, entry.cost]),
       [[requestId, cost]]
     )
-    // Pages: newest first, `before` the last one's createdAt.
+    // Pages: newest first, each continuing from the previous one's `next_cursor`.
     const first = (await (await list("?limit=2")).json()) as Page
     assert.isTrue(first.has_more)
-    const rest = (await (
-      await list(`?limit=2&before=${encodeURIComponent(first.data[1]?.createdAt ?? "")}`)
-    ).json()) as Page
+    const rest = (await (await list(`?limit=2&cursor=${first.next_cursor ?? ""}`)).json()) as Page
     assert.strictEqual(rest.data.length, 1)
     assert.isFalse(rest.has_more)
+    assert.isNull(rest.next_cursor)
+    assert.deepStrictEqual(
+      [...first.data, ...rest.data].map((entry) => entry.requestId),
+      all.data.map((entry) => entry.requestId)
+    )
+    assert.strictEqual((await list("?cursor=not-a-cursor")).status, 400)
     // Another account's key sees none of them; bad parameters are a 400.
     const other = await h.admin.customer({ deposit: "1" })
     assert.strictEqual(
