@@ -5,11 +5,18 @@ import * as InProcessDeploymentStates from "../../src/adapters/routing/InProcess
 import * as PgAlertStore from "../../src/adapters/store/PgAlertStore.ts"
 import { Alerts } from "../../src/app/alerts/Alerts.ts"
 import { OperatorConfig, type OperatorConfigData } from "../../src/app/OperatorConfig.ts"
+import type { DeploymentStates } from "../../src/app/ports/DeploymentStates.ts"
 import { Deployments } from "../../src/app/routing/Deployments.ts"
 import { noRateLimits } from "../../src/domain/keys/RateLimits.ts"
 
-/** `Deployments` for `config`'s models (a model it does not list is called as given); alerts on the test's database. */
-export const routingLayer = (config: Partial<OperatorConfigData> = {}) => {
+/**
+ * `Deployments` for `config`'s models (a model it does not list is called as given); alerts on the test's database;
+ * deployment states in process unless `states` says where.
+ */
+export const routingLayer = (
+  config: Partial<OperatorConfigData> = {},
+  states: Layer.Layer<DeploymentStates> = InProcessDeploymentStates.layer
+) => {
   const operator = Layer.succeed(
     OperatorConfig,
     OperatorConfig.of({
@@ -25,7 +32,7 @@ export const routingLayer = (config: Partial<OperatorConfigData> = {}) => {
   return Deployments.layer.pipe(
     Layer.provide(
       Layer.mergeAll(
-        InProcessDeploymentStates.layer,
+        states,
         InProcessRateLimiter.layer(noRateLimits),
         operator,
         Alerts.layer.pipe(Layer.provide(PgAlertStore.layer), Layer.provide(operator))

@@ -1,9 +1,12 @@
-/** Deployment health kept in this process: one instance's own view, the default without `REDIS_URL`. */
+/**
+ * Deployment health kept in this process: one instance's own view, the default without `REDIS_URL`, and what the
+ * Redis adapter falls back to while Redis cannot be reached.
+ */
 import { Clock, Effect, Layer } from "effect"
 import type { Health } from "../../domain/routing/DeploymentHealth.ts"
 import { DeploymentStates, type UpstreamDisabled } from "../../app/ports/DeploymentStates.ts"
 
-export const layer: Layer.Layer<DeploymentStates> = Layer.sync(DeploymentStates, () => {
+export const make = (): DeploymentStates["Service"] => {
   const health = new Map<string, { readonly health: Health; readonly expires: number }>()
   const disabled = new Map<string, UpstreamDisabled>()
   const none: ReadonlyMap<string, Health> = new Map()
@@ -29,6 +32,10 @@ export const layer: Layer.Layer<DeploymentStates> = Layer.sync(DeploymentStates,
       Effect.sync(() => {
         if (value === undefined) disabled.delete(upstream)
         else disabled.set(upstream, value)
+        // Every instance there is (this one) sees it.
+        return "shared" as const
       })
   })
-})
+}
+
+export const layer: Layer.Layer<DeploymentStates> = Layer.sync(DeploymentStates, make)

@@ -29,13 +29,19 @@ import { RoutingDefaults } from "../config/decodeDeployments.ts"
 import { deploymentsOf, judge, ttlOf, untilOf } from "./AttemptRules.ts"
 import type { DeploymentConfig } from "../config/OperatorConfigData.ts"
 import { OperatorConfig } from "../OperatorConfig.ts"
-import { DeploymentStates, type UpstreamDisabled } from "../ports/DeploymentStates.ts"
-import { type Admission, RateLimiter } from "../RateLimiter.ts"
+import { DeploymentStates, type StateReach, type UpstreamDisabled } from "../ports/DeploymentStates.ts"
+import { RateLimiter } from "../RateLimiter.ts"
+import { admit } from "./DeploymentAdmission.ts"
 import { atResponseEnd } from "../RequestTelemetry.ts"
 import type { Conversation } from "./Affinity.ts"
 import { Alerts } from "../alerts/Alerts.ts"
 import { ConversationTrails, DeploymentStats } from "./DeploymentStats.ts"
 import { type DeploymentStatus, statusOf, type UpstreamStatus } from "./DeploymentStatus.ts"
+
+const reachText = (reach: StateReach) =>
+  reach === "shared"
+    ? "every instance sees this;"
+    : "ONLY THIS INSTANCE sees this: the shared routing store (Redis) could not be written, and other instances learn it once it can;"
 
 /** What the caller knows about a call that routing can use. */
 export interface RouteHint {
@@ -152,7 +158,7 @@ export class Deployments extends Context.Service<
             at: now,
             message: `the vendor refused the gateway's credentials (HTTP ${failure.upstreamStatus})`
           }
-          yield* states.setDisabled(upstream, disabled)
+          const reach = yield* states.setDisabled(upstream, disabled)
           // Instances that meet the same refusal within a minute raise one alert between them.
           yield* alerts.raise({
             key: `deployment.disabled:${upstream}:${Math.floor(now / 60_000)}`,
@@ -167,45 +173,8 @@ export class Deployments extends Context.Service<
             }
           })
           yield* Effect.logError(
-            `UPSTREAM DISABLED: ${upstream} refused the gateway's credentials (HTTP ${failure.upstreamStatus}); it takes no traffic until an operator fixes its key and enables it (POST /admin/upstreams/${upstream}/enable)`
-          ).pipe(Effect.annotateLogs({ upstream, model: deployment.model }))
-        })
-
-      /**
-       * Admits an attempt under the deployment's and its upstream's own limits (their slots, released together), or
-       * says when to retry once one of them is reached.
-       */
-      const admit = (deployment: Deployment, hint: RouteHint) =>
-        Effect.gen(function* () {
-          const { rpm, tpm, maxConcurrency } = deployment.config
-          const shared = upstreamLimits.get(deployment.config.upstream.name)
-          const slots: Array<Admission> = []
-          const limited = [
-            rpm !== null || tpm !== null || maxConcurrency !== null
-              ? {
-                  key: `deployment:${deployment.model}/${deployment.id}`,
-                  limits: { rpm, tpm, concurrency: maxConcurrency }
-                }
-              : undefined,
-            shared !== undefined && (shared.rpm !== null || shared.tpm !== null || shared.maxConcurrency !== null)
-              ? {
-                  key: `upstream:${deployment.config.upstream.name}`,
-                  limits: { rpm: shared.rpm, tpm: shared.tpm, concurrency: shared.maxConcurrency }
-                }
-              : undefined
-          ]
-          for (const entry of limited) {
-            if (entry === undefined) continue
-            const admitted = yield* Effect.result(limiter.admit(entry.key, entry.limits, { defaults: false }))
-            if (admitted._tag === "Failure") {
-              for (const slot of slots) yield* slot.release
-              return { refused: admitted.failure.retryAfterSeconds } as const
-            }
-            slots.push(admitted.success)
-            if (entry.limits.tpm !== null && hint.tokens !== undefined)
-              yield* limiter.recordTokens(entry.key, hint.tokens)
-          }
-          return { release: Effect.forEach(slots, (slot) => slot.release, { discard: true }) } as const
+            `UPSTREAM DISABLED: ${upstream} refused the gateway's credentials (HTTP ${failure.upstreamStatus}); ${reachText(reach)} it takes no traffic until an operator fixes its key and enables it (POST /admin/upstreams/${upstream}/enable)`
+          ).pipe(Effect.annotateLogs({ upstream, model: deployment.model, reach }))
         })
 
       const route = <A, R>(
@@ -254,7 +223,7 @@ export class Deployments extends Context.Service<
               choose(candidates, affinity, countersOf(model.id))
             const { deployment } = chosen
             tried.add(deployment)
-            const admission = yield* admit(deployment, hint)
+            const admission = yield* admit(limiter, upstreamLimits, deployment, hint)
             if ("refused" in admission) {
               saturatedFor = Math.min(saturatedFor ?? Number.POSITIVE_INFINITY, admission.refused ?? 1)
               continue
@@ -332,13 +301,13 @@ export class Deployments extends Context.Service<
         Effect.gen(function* () {
           if (!config.upstreams.has(upstream)) return false
           const now = yield* Clock.currentTimeMillis
-          yield* states.setDisabled(
+          const reach = yield* states.setDisabled(
             upstream,
             enabled ? undefined : { reason: "operator", at: now, message: "disabled by an operator" }
           )
-          yield* Effect.logWarning(`upstream ${enabled ? "enabled" : "disabled"} by an operator`).pipe(
-            Effect.annotateLogs({ upstream })
-          )
+          yield* Effect.logWarning(
+            `upstream ${enabled ? "enabled" : "disabled"} by an operator; ${reachText(reach)}`
+          ).pipe(Effect.annotateLogs({ upstream, reach }))
           return true
         })
 
