@@ -230,7 +230,10 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
         })
       )
 
-    return { refuse, follow, post }
+    /** The address rule alone: the URL, its host name and the addresses it resolves to, without connecting. */
+    const check = Effect.flatMap(target(url, undefined, ""), (first) => vet(first, ""))
+
+    return { refuse, follow, post, check }
   }
 
   const deadline =
@@ -324,7 +327,11 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
 
     post: Effect.fnUntraced(function* (url: string, options: PostOptions) {
       return yield* hopsOf(url, []).post(options).pipe(deadline(url, options.timeoutMs))
-    }, traced("GuardedFetcher.post"))
+    }, traced("GuardedFetcher.post")),
+
+    check: Effect.fnUntraced(function* (url: string, timeoutMs: number) {
+      yield* hopsOf(url, []).check.pipe(deadline(url, timeoutMs))
+    }, traced("GuardedFetcher.check"))
   }
 }
 

@@ -87,5 +87,10 @@ export class GuardedFetcher extends Context.Service<
      * not followed. Fails with `FetchRefused` when the URL may not be reached or no answer came within `timeoutMs`.
      */
     readonly post: (url: string, options: PostOptions) => Effect.Effect<{ readonly status: number }, FetchRefused>
+    /**
+     * Checks a URL under the address rule without sending anything: its form, its host name and the addresses the
+     * name resolves to now (a URL stored for later fetches, refused up front; each fetch is checked again).
+     */
+    readonly check: (url: string, timeoutMs: number) => Effect.Effect<void, FetchRefused>
   }
 >()("tollgate/app/ports/GuardedFetcher") {}

@@ -11,6 +11,8 @@ import { Accounts } from "../../app/Accounts.ts"
 import { Alerts } from "../../app/alerts/Alerts.ts"
 import { eventsProblem, subscribes, webhookUrlProblem } from "../../app/config/decodeAlerts.ts"
 import type { AlertDelivery, DeliveryStatus } from "../../app/ports/AlertStore.ts"
+import type { FetchRefused } from "../../app/ports/FetchRefused.ts"
+import { GuardedFetcher } from "../../app/ports/GuardedFetcher.ts"
 import { isUuid } from "../../domain/Ids.ts"
 import { formatMicros, parseDecimal } from "../../domain/Money.ts"
 import { apiError, badRequest } from "../ApiError.ts"
@@ -76,12 +78,30 @@ const deliveryView = (delivery: AlertDelivery) => ({
   event: delivery.payload
 })
 
+/**
+ * Refuses a webhook its deliveries could never reach under the guarded fetcher's address rule (loopback, private,
+ * metadata, …), rather than storing it and retrying it for hours. A name that does not resolve yet is accepted:
+ * every delivery is checked again.
+ */
+const refuseUnreachable = (url: string) =>
+  Effect.gen(function* () {
+    const fetcher = yield* GuardedFetcher
+    return yield* fetcher.check(url, 5_000)
+  }).pipe(
+    Effect.catch((refused: FetchRefused) =>
+      refused.reason === "dns" || refused.reason === "timeout"
+        ? Effect.void
+        : Effect.fail(badRequest(`url: ${refused.detail}`, "url"))
+    )
+  )
+
 const create = admin(
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const accountId = yield* param("id")
     const body = yield* readJsonAs(request, yield* HttpSettings, CreateEndpoint)
     yield* (yield* Accounts).get(accountId)
+    yield* refuseUnreachable(body.url)
     const balanceBelow =
       body.balanceBelow === undefined || body.balanceBelow === null ? null : (parseDecimal(body.balanceBelow) ?? null)
     if (balanceBelow === null && subscribes(body.events, "balance.low")) {
