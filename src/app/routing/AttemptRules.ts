@@ -55,6 +55,17 @@ export const judge = (
   }
 }
 
+/**
+ * A failed attempt as the operator's status shows it: the reason, the gateway's code and the vendor's HTTP status,
+ * never the failure's message, which can quote the vendor's error body (its account ids, request ids, key prefixes).
+ */
+export const lastErrorOf = (failure: PluginFailure): string =>
+  [
+    failure.reason,
+    ...(failure.code === undefined ? [] : [failure.code]),
+    ...(failure.upstreamStatus === undefined ? [] : [`upstream HTTP ${failure.upstreamStatus}`])
+  ].join(", ")
+
 const rateLimited = (failure: PluginFailure): Outcome => ({
   _tag: "RateLimited",
   retryAfterMs: failure.retryAfterSeconds === undefined ? undefined : Math.ceil(failure.retryAfterSeconds * 1000)

@@ -26,7 +26,7 @@ import {
 } from "../../domain/routing/DeploymentHealth.ts"
 import { bestTier, choose, type RoundRobinCounters } from "../../domain/routing/DeploymentChoice.ts"
 import { RoutingDefaults } from "../config/decodeDeployments.ts"
-import { deploymentsOf, judge, ttlOf, untilOf } from "./AttemptRules.ts"
+import { deploymentsOf, judge, lastErrorOf, ttlOf, untilOf } from "./AttemptRules.ts"
 import type { DeploymentConfig } from "../config/OperatorConfigData.ts"
 import { OperatorConfig } from "../OperatorConfig.ts"
 import { DeploymentStates, type StateReach, type UpstreamDisabled } from "../ports/DeploymentStates.ts"
@@ -264,7 +264,7 @@ export class Deployments extends Context.Service<
             const verdict = judge(failure.value)
             deployment.stats.record(verdict.kind, latency)
             if (verdict.kind !== "rejected" && verdict.kind !== "cancelled") {
-              deployment.stats.lastError = { at: now, message: failure.value.message }
+              deployment.stats.lastError = { at: now, message: lastErrorOf(failure.value) }
             }
             if (verdict.kind === "auth") yield* disableForAuth(deployment, failure.value)
             yield* learn(deployment, health, verdict.outcome)
