@@ -3,6 +3,7 @@
  * (ours and third parties'), after checking that every model names a known plugin and prices only by the keys that
  * plugin declares. A plugin of a new kind brings its endpoint: the registry lists those so the edge can route them.
  */
+import { clip } from "../domain/Quoted.ts"
 import type {
   ChatPlugin,
   EmbeddingsPlugin,
@@ -108,7 +109,7 @@ const describeModel = (modelId: string, entry: ResolvedModel): { readonly what: 
 /** Why `called` (such as `POST /v1/videos`) refuses this model: what the model is, and the endpoint that serves it. */
 export const wrongEndpointMessage = (modelId: string, entry: ResolvedModel, called: string): string => {
   const { what, how } = describeModel(modelId, entry)
-  return `'${modelId}' is ${what}, which ${called} does not serve: ${how}`
+  return `'${clip(modelId)}' is ${what}, which ${called} does not serve: ${how}`
 }
 
 /** The output cap used for holds when neither the request nor the model config names one. */

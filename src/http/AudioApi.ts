@@ -6,6 +6,7 @@
  * An upload over the audio limit (`maxUploadBytes`, 25 MiB by default like OpenAI's) is refused with a 413 before
  * anything is held: on its Content-Length first, then on the bytes actually received.
  */
+import { clip } from "../domain/Quoted.ts"
 import { Context, Effect, Layer } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AudioGateway } from "../app/AudioGateway.ts"
@@ -54,7 +55,7 @@ const oneOf = <A extends string>(
       ? Effect.succeed(fallback)
       : (values as ReadonlyArray<string>).includes(value)
         ? Effect.succeed(value as A)
-        : Effect.fail(badRequest(`${name}: expected one of ${values.join(", ")}, got '${value}'`, name))
+        : Effect.fail(badRequest(`${name}: expected one of ${values.join(", ")}, got '${clip(value)}'`, name))
   )
 
 const requiredModel = (fields: Fields) =>
@@ -121,7 +122,7 @@ const transcriptionRequest = (upload: Upload) =>
     for (const value of upload.granularities) {
       if (value !== "word" && value !== "segment") {
         return yield* badRequest(
-          `timestamp_granularities[]: expected 'word' or 'segment', got '${value}'`,
+          `timestamp_granularities[]: expected 'word' or 'segment', got '${clip(value)}'`,
           "timestamp_granularities"
         )
       }

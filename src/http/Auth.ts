@@ -3,6 +3,7 @@
  * `x-api-key` on the messages protocol (and on any request carrying `anthropic-version`, as the Anthropic SDK does
  * for /v1/models), `x-goog-api-key` or `?key=` on the Google path.
  */
+import { clip } from "../domain/Quoted.ts"
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { type AuthenticatedKey, Keys } from "../app/Keys.ts"
@@ -54,7 +55,7 @@ export const requireModelAllowed = (key: AuthenticatedKey, model: string) =>
   key.models === null || key.models.includes(model)
     ? Effect.void
     : Effect.fail(
-        apiError(403, `this API key is not allowed to use the model '${model}'`, {
+        apiError(403, `this API key is not allowed to use the model '${clip(model)}'`, {
           type: "permission_error",
           code: "model_not_allowed"
         })

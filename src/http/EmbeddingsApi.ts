@@ -3,6 +3,7 @@
  * array of token ids or up to 2048 such arrays. `encoding_format: "base64"` — what the official `openai` SDK asks for
  * when its caller does not — answers each vector as little-endian float32 bytes, base64-encoded.
  */
+import { quoted } from "../domain/Quoted.ts"
 import { Effect } from "effect"
 import { Base64 } from "effect/encoding"
 import { HttpServerRequest } from "effect/http"
@@ -73,7 +74,7 @@ const readRequest = (fields: Fields) =>
     const format = fields.encoding_format ?? "float"
     if (format !== "float" && format !== "base64") {
       return yield* badRequest(
-        `encoding_format: expected 'float' or 'base64', got '${String(format)}'`,
+        `encoding_format: expected 'float' or 'base64', got ${quoted(format)}`,
         "encoding_format"
       )
     }

@@ -17,6 +17,7 @@ import type {
 } from "../app/responses/ResponsesErrors.ts"
 import type { IdempotencyConflict, StoreRefused, StoreUnavailable } from "../app/StoreErrors.ts"
 import type { VideoExpired, VideoNotFound, VideoNotReady } from "../app/video/VideoTaskParts.ts"
+import { clip } from "../domain/Quoted.ts"
 import { type ApiError, apiError } from "./ApiError.ts"
 import { statusOfFailure } from "./FailureStatus.ts"
 
@@ -80,7 +81,7 @@ const rules: Rules = {
       code: "idempotency_key_reused"
     }),
   ModelNotFound: (error) =>
-    apiError(404, `The model \`${error.model}\` does not exist or you do not have access to it.`, {
+    apiError(404, `The model \`${clip(error.model)}\` does not exist or you do not have access to it.`, {
       code: "model_not_found",
       param: "model"
     }),
@@ -127,8 +128,8 @@ const rules: Rules = {
     apiError(
       409,
       status === "failed"
-        ? `Video '${id}' failed and has no content; see its error with GET /v1/videos/${id}.`
-        : `Video '${id}' is ${status}; its content can be downloaded once its status is completed.`,
+        ? `Video '${clip(id)}' failed and has no content; see its error with GET /v1/videos/${id}.`
+        : `Video '${clip(id)}' is ${status}; its content can be downloaded once its status is completed.`,
       { code: "video_not_ready" }
     ),
   VideoExpired: (error) =>

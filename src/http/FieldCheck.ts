@@ -4,6 +4,8 @@
  * with it (dialects/ResponsesRequestSchema.ts); a test checks the description against OpenAI's published schema.
  */
 
+import { quoted } from "../domain/Quoted.ts"
+
 export interface FieldProblem {
   readonly param: string
   readonly message: string
@@ -12,13 +14,7 @@ export interface FieldProblem {
 /** Checks `value` at `path`; undefined when it is fine. */
 export type Check = (value: unknown, path: string) => FieldProblem | undefined
 
-const QUOTE_MAX = 100
-
-/** A value as an error message quotes it: JSON, cut to about 100 characters. */
-export const quoted = (value: unknown): string => {
-  const text = typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value))
-  return text.length <= QUOTE_MAX ? text : `${text.slice(0, QUOTE_MAX)}…`
-}
+export { quoted }
 
 const kindOf = (value: unknown): string =>
   value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : typeof value

@@ -3,6 +3,7 @@
  * SDK sends it — `image` or repeated `image[]` files, optional `mask` — or JSON with image links and data URIs).
  * Images are returned only in `b64_json`, never as links; `usage` reports the tokens that were billed.
  */
+import { clip } from "../domain/Quoted.ts"
 import { Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { ImageGateway, type ImagesInput } from "../app/ImageGateway.ts"
@@ -26,7 +27,7 @@ const oneOf = (
   Effect.flatMap(optionalString(fields, name), (value) =>
     value === undefined || values.includes(value)
       ? Effect.succeed(value)
-      : Effect.fail(badRequest(`${name}: expected one of ${values.join(", ")}, got '${value}'`, name))
+      : Effect.fail(badRequest(`${name}: expected one of ${values.join(", ")}, got '${clip(value)}'`, name))
   )
 
 /**
@@ -73,7 +74,7 @@ const readOptions = (fields: Fields, images: ReadonlyArray<ImageInput>, mask: Im
     }
     const size = yield* optionalString(fields, "size")
     if (size !== undefined && size !== "auto" && !/^[0-9]{2,5}x[0-9]{2,5}$/.test(size)) {
-      return yield* badRequest(`size: expected 'auto' or WIDTHxHEIGHT (such as 1024x1024), got '${size}'`, "size")
+      return yield* badRequest(`size: expected 'auto' or WIDTHxHEIGHT (such as 1024x1024), got '${clip(size)}'`, "size")
     }
     const request: ImageRequest = {
       prompt,

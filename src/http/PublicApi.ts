@@ -1,4 +1,5 @@
 /** Health probes, the model list and the answers for paths nobody serves. */
+import { clip } from "../domain/Quoted.ts"
 import { Duration, Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
@@ -40,7 +41,10 @@ const oneModel = Effect.gen(function* () {
   const id = (yield* HttpRouter.params).id ?? ""
   const model = (yield* ModelCatalog).models.find((m) => m.id === id)
   if (model === undefined) {
-    return yield* notFound(`The model \`${id}\` does not exist or you do not have access to it.`, "model_not_found")
+    return yield* notFound(
+      `The model \`${clip(id)}\` does not exist or you do not have access to it.`,
+      "model_not_found"
+    )
   }
   return anthropic
     ? json({

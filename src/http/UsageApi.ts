@@ -3,6 +3,7 @@
  * (`GET /v1/usage`, `GET /v1/balance`, their own account only, with their API key); and each request's own charge
  * (`GET /v1/usage/requests`, `GET /admin/usage/requests?accountId=`), found by the `x-request-id` its response carried.
  */
+import { clip } from "../domain/Quoted.ts"
 import { limitParam } from "./InputLimits.ts"
 import { Effect, Layer } from "effect"
 import { HttpServerRequest } from "effect/http"
@@ -36,7 +37,7 @@ const dayOf = (name: string, value: string | null) => {
   return ms === undefined
     ? Effect.fail(
         badRequest(
-          `${name}: expected a date (YYYY-MM-DD) or an ISO 8601 instant with a zone, between years 1 and 9999, that exists on the calendar, got '${value}'`,
+          `${name}: expected a date (YYYY-MM-DD) or an ISO 8601 instant with a zone, between years 1 and 9999, that exists on the calendar, got '${clip(value)}'`,
           name
         )
       )

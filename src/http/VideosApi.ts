@@ -4,6 +4,7 @@
  * `GET /v1/videos/{id}/content` serves the stored MP4 with `Range` support. A task belongs to its account: any
  * other key gets 404. Content asked for before completion is a 409; after expiry a 410 `video_expired`.
  */
+import { clip } from "../domain/Quoted.ts"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ContentStore } from "../app/ContentStore.ts"
@@ -93,7 +94,7 @@ const withSize = (fields: Record<string, unknown>) =>
     const key = match === null ? undefined : sizeKeyOf(Number(match[1]), Number(match[2]))
     if (key === undefined) {
       return yield* badRequest(
-        `size: '${String(size)}' is not an offered size; pass metadata.resolution and metadata.ratio instead`,
+        `size: '${clip(String(size))}' is not an offered size; pass metadata.resolution and metadata.ratio instead`,
         "size"
       )
     }
@@ -197,7 +198,7 @@ export const downloadFor = (accountId: string, id: string) =>
     const request = yield* HttpServerRequest.HttpServerRequest
     const variant = new URL(request.url, "http://x").searchParams.get("variant")
     if (variant !== null && variant !== "video") {
-      return yield* badRequest(`variant: only 'video' is stored, not '${variant}'`, "variant")
+      return yield* badRequest(`variant: only 'video' is stored, not '${clip(variant)}'`, "variant")
     }
     const stored = yield* (yield* VideoTasks).content(accountId, id)
     const store = yield* ContentStore

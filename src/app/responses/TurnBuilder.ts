@@ -3,6 +3,7 @@
  * or a conversation's items), the turn's own input with its `item_reference`s resolved, the oldest items dropped to
  * fit the context window under `truncation: "auto"`, and the whole decoded to the chat IR once, here.
  */
+import { clip } from "../../domain/Quoted.ts"
 import { Clock, Effect, Result } from "effect"
 import { InvalidChatRequest } from "../ChatErrors.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
@@ -42,13 +43,13 @@ export const makeTurnBuilder = (deps: {
       if (chain === undefined) {
         return yield* new InvalidChatRequest({
           param: "previous_response_id",
-          message: `Previous response with id '${previousId}' not found.`
+          message: `Previous response with id '${clip(previousId)}' not found.`
         })
       }
       if (!TERMINAL.has(chain.response.status)) {
         return yield* new InvalidChatRequest({
           param: "previous_response_id",
-          message: `Previous response with id '${previousId}' is still ${chain.response.status}; wait until it finishes.`
+          message: `Previous response with id '${clip(previousId)}' is still ${chain.response.status}; wait until it finishes.`
         })
       }
       return chain.history
@@ -60,7 +61,7 @@ export const makeTurnBuilder = (deps: {
       if (items === undefined) {
         return yield* new InvalidChatRequest({
           param: "conversation",
-          message: `Conversation with id '${conversationId}' not found.`
+          message: `Conversation with id '${clip(conversationId)}' not found.`
         })
       }
       return items
@@ -104,7 +105,7 @@ export const makeTurnBuilder = (deps: {
     if (resolved.missing !== undefined) {
       return yield* new InvalidChatRequest({
         param: `input.${resolved.missing}.id`,
-        message: `Item with id '${ids.find((id) => !found.has(id)) ?? ""}' not found.`
+        message: `Item with id '${clip(ids.find((id) => !found.has(id)) ?? "")}' not found.`
       })
     }
     const turn = turnItems(resolved.input)

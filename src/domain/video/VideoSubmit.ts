@@ -3,6 +3,7 @@
  * official `openai` SDK sends `seconds` and `metadata` as strings), become a `VideoRequest` and the model id, or the
  * first problem found, naming the field. Pure: which models exist is decided elsewhere.
  */
+import { clip } from "../Quoted.ts"
 import { Result } from "effect"
 import { storableTextProblem } from "../StorableText.ts"
 import {
@@ -61,7 +62,7 @@ const problem = (param: string, message: string, code: string): VideoSubmitProbl
   code
 })
 
-/** A client's value, quoted for a message; cut short so a pasted data URI does not come back whole. */
+/** A client's value, quoted for a message (Quoted.ts cuts it short: a pasted data URI does not come back whole). */
 const shown = (value: unknown): string => {
   const text =
     typeof value === "string"
@@ -69,7 +70,7 @@ const shown = (value: unknown): string => {
       : typeof value === "number" || typeof value === "boolean"
         ? String(value)
         : typeName(value)
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text
+  return clip(text)
 }
 
 function typeName(value: unknown): string {

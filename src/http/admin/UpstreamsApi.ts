@@ -5,6 +5,7 @@
  * with `{"enabled": false}`) take an upstream out of rotation or put it back. An upstream disabled for refused
  * credentials stays out until enabled here.
  */
+import { clip } from "../../domain/Quoted.ts"
 import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { PluginRegistry } from "../../app/PluginRegistry.ts"
@@ -41,7 +42,7 @@ const toggle = (wanted: boolean | "from-body") =>
           : wanted
       const deployments = yield* Deployments
       if (!(yield* deployments.setEnabled(name, enabled))) {
-        return yield* apiError(404, `no upstream is named '${name.slice(0, 100)}'`, { code: "upstream_not_found" })
+        return yield* apiError(404, `no upstream is named '${clip(name)}'`, { code: "upstream_not_found" })
       }
       const upstream = (yield* routedStatus).find((candidate) => candidate.name === name)
       return json(upstream)

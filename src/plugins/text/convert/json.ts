@@ -1,6 +1,8 @@
 /**
  * Tolerant readers for already-parsed JSON: converters must never throw on a vendor's new field or odd value.
  */
+import { clip } from "../../../domain/Quoted.ts"
+
 export type JsonRecord = Readonly<Record<string, unknown>>
 
 export const isRecord = (u: unknown): u is JsonRecord => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -75,7 +77,7 @@ export const compact = <A extends Record<string, unknown>>(record: A): A => {
 }
 
 /** A value for an error message; never calls a user-controlled `toString`. */
-export const label = (u: unknown): string => (typeof u === "string" ? u : u === null ? "null" : typeof u)
+export const label = (u: unknown): string => (typeof u === "string" ? clip(u) : u === null ? "null" : typeof u)
 
 /** The system line that asks for a JSON object where a target has no schema-less JSON mode of its own. */
 export const JSON_OBJECT_INSTRUCTION = "Respond only with a single valid JSON object."
