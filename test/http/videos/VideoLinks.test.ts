@@ -1,6 +1,7 @@
 /**
  * Video input links and the finished video's download, through the real gateway: a link must be a public http(s)
- * address (the guarded fetcher's rule, every spelling of a private address included), whatever its path looks like;
+ * address (the guarded fetcher's rule, every spelling of a private address included); a file extension naming a
+ * format the spec excludes (.gif, .mov) is refused without a request;
  * where a quick HEAD answers, its content type must be one the spec names; a HEAD that fails proves nothing. The
  * vendor's result link is fetched through the same guard: one that leads to a private address fails the task with a
  * full refund.
@@ -158,7 +159,16 @@ describe("video input links: any path, checked by their content type", () => {
 
   it("refuses a link whose content type is not JPG, PNG or WebP, naming it", async () => {
     await expectRefused("images", `${linkBase}/page.png`, /text\/html/, [`${linkBase}/frames/first`])
-    await expectRefused("images", `${linkBase}/frame.gif`, /image\/gif/)
+  })
+
+  it("refuses a link whose own name rules it out (.gif image, .mov clip) without asking its host", async () => {
+    await expectRefused("images", `${linkBase}/frame.gif`, /\.gif file/)
+    await expectRefused("images", `${linkBase}/frame.GIF?size=large`, /\.gif file/)
+    await expectRefused("images", "https://cdn.invalid/assets/frame.gif", /\.gif file, not a JPG, PNG or WebP image/)
+    await expectRefused("videos", "https://cdn.invalid/assets/clip.mov", /\.mov file, not an MP4 video/)
+    await expectRefused("videos", `${linkBase}/frame.png`, /\.png file, not an MP4 video/)
+    assert.notInclude(heads, "/frame.gif")
+    assert.notInclude(heads, "/frame.png")
   })
 
   it("refuses an image served as a clip", async () => {
