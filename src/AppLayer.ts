@@ -3,7 +3,7 @@
  * `Launch.ts` reads the configuration and launches; tests build the same graph on an ephemeral port.
  */
 import { NodeHttpServer, NodeServices } from "@effect/platform-node"
-import { Effect, Layer, Option, type Redacted, References } from "effect"
+import { Duration, Effect, Layer, Option, type Redacted, References } from "effect"
 import { HttpRouter } from "effect/http"
 import type { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
@@ -286,18 +286,34 @@ const makeServer = () => {
   return server
 }
 
-/** The HTTP server on `host:port` (port 0 = ephemeral) serving every route over `services`. */
+/**
+ * The HTTP server on `host:port` (port 0 = ephemeral) serving every route over `services`.
+ *
+ * The services (store, migrations, ledger writer, workers) are built before the port is opened: a connection made
+ * while the gateway starts is refused by the system rather than accepted and left unanswered. On shutdown the port
+ * closes at once; requests in flight, streams included, have `shutdownGraceSeconds` to finish (each settling as it
+ * ends) before the rest are interrupted (settled for what was delivered), and the services close after the server.
+ */
 export const serverLayer = <E, R>(
   services: Layer.Layer<R, E>,
-  listen: { readonly port: number; readonly host: string },
+  listen: { readonly port: number; readonly host: string; readonly shutdownGraceSeconds?: number | undefined },
   tracing?: Tracing.TracingOptions | undefined
 ) => {
   const server = HttpRouter.serve(routesLayer, { disableLogger: true, disableListenLog: true }).pipe(
-    Layer.provide(services),
-    Layer.provideMerge(NodeHttpServer.layer(makeServer, { port: listen.port, host: listen.host }))
+    Layer.provideMerge(
+      NodeHttpServer.layer(makeServer, {
+        port: listen.port,
+        host: listen.host,
+        gracefulShutdownTimeout: Duration.seconds(listen.shutdownGraceSeconds ?? DEFAULT_SHUTDOWN_GRACE_SECONDS)
+      })
+    ),
+    Layer.provide(services)
   )
   // Without an OTLP endpoint nobody reads spans: `traced` steps then make none (see app/Traced.ts).
   return tracing === undefined
     ? server.pipe(Layer.provide(Layer.succeed(References.TracerEnabled, false)))
     : server.pipe(Layer.provide(Tracing.layer(tracing)))
 }
+
+/** How long a stopping gateway lets requests in flight finish (`TOLLGATE_SHUTDOWN_GRACE_SECONDS`). */
+export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 10

@@ -6,7 +6,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { resolve } from "node:path"
-import { type AppOptions, serverLayer, servicesLayer } from "./AppLayer.ts"
+import { type AppOptions, DEFAULT_SHUTDOWN_GRACE_SECONDS, serverLayer, servicesLayer } from "./AppLayer.ts"
 import { adminTokenPath, ensureDemoAccount, loadOrCreateAdminToken, saveFirstStartSecrets } from "./app/FirstStart.ts"
 import { parseTrustProxy } from "./http/AuthThrottle.ts"
 import { makeBatchedJsonLogger } from "./adapters/telemetry/JsonLogger.ts"
@@ -32,7 +32,11 @@ const settings = Config.all({
   // Hosts or CIDRs the guarded fetcher may reach although they are private (internal deployments, tests).
   fetchAllowHosts: Config.String("TOLLGATE_FETCH_ALLOW_HOSTS").pipe(Config.withDefault("")),
   // Off by default: x-forwarded-for names the client only when it comes from a proxy the operator trusts.
-  trustProxy: Config.String("TOLLGATE_TRUST_PROXY").pipe(Config.withDefault(""))
+  trustProxy: Config.String("TOLLGATE_TRUST_PROXY").pipe(Config.withDefault("")),
+  // On SIGTERM/SIGINT: how long requests in flight (streams included) have to finish before they are cut.
+  shutdownGraceSeconds: Config.Number("TOLLGATE_SHUTDOWN_GRACE_SECONDS").pipe(
+    Config.withDefault(DEFAULT_SHUTDOWN_GRACE_SECONDS)
+  )
 })
 
 /**
@@ -75,6 +79,11 @@ const program = (overrides: LaunchOverrides) =>
     } else {
       return yield* Effect.fail(
         new Error("TOLLGATE_ADMIN_TOKEN is required when DATABASE_URL is set (the admin API must have a token)")
+      )
+    }
+    if (!(config.shutdownGraceSeconds >= 0 && config.shutdownGraceSeconds <= 3600)) {
+      return yield* Effect.fail(
+        new Error("TOLLGATE_SHUTDOWN_GRACE_SECONDS: expected a number of seconds from 0 to 3600")
       )
     }
     const trustProxy = parseTrustProxy(config.trustProxy)
@@ -131,7 +140,14 @@ const program = (overrides: LaunchOverrides) =>
       onNone: () => undefined,
       onSome: (endpoint) => ({ endpoint })
     })
-    const app = Layer.mergeAll(serverLayer(services, { port: config.port, host: config.host }, tracing), firstStart)
+    const app = Layer.mergeAll(
+      serverLayer(
+        services,
+        { port: config.port, host: config.host, shutdownGraceSeconds: config.shutdownGraceSeconds },
+        tracing
+      ),
+      firstStart
+    )
     return yield* Layer.launch(app)
   })
 

@@ -29,10 +29,10 @@ export const startGateway = async (env: Record<string, string>, port: number): P
     output += chunk.toString("utf8")
   })
   const url = `http://127.0.0.1:${port}`
-  for (let i = 0; i < 300; i++) {
+  // The port opens once the gateway's services are up (a loaded machine takes a minute to migrate a fresh store).
+  for (const until = Date.now() + 180_000; Date.now() < until; ) {
     if (child.exitCode !== null) throw new Error(`the gateway exited (${child.exitCode}):\n${output}`)
-    // A connection to a port nobody listens on yet can hang here instead of being refused: bound each probe.
-    const ready = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(500) }).then(
+    const ready = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) }).then(
       (r) => r.status === 200,
       () => false
     )
