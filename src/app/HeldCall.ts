@@ -61,7 +61,7 @@ export interface HeldCallInput {
   readonly requestId: string
 }
 
-/** The hold of `amount` for one call of `input` through `pluginId`. */
+/** What is held for one call of `input` through `pluginId`: `amount`, on the key's account, named by its request. */
 export const holdInputFor = (input: HeldCallInput, pluginId: string, amount: Micros): PlaceHoldInput => ({
   accountId: input.key.accountId,
   amount,
@@ -72,7 +72,7 @@ export const holdInputFor = (input: HeldCallInput, pluginId: string, amount: Mic
   requestId: input.requestId
 })
 
-/** The hold of `amount` for one call of `input` through `pluginId`. */
+/** Asks the ledger for that hold (`holdInputFor`). */
 export const placeHoldFor = (ledger: Ledger["Service"], input: HeldCallInput, pluginId: string, amount: Micros) =>
   ledger.placeHold(holdInputFor(input, pluginId, amount))
 

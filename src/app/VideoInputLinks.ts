@@ -1,5 +1,5 @@
 /**
- * What the gateway checks of video input links before it holds anything (spec §2.2: publicly reachable JPG, PNG or
+ * What the gateway checks of video input links before it holds anything (docs/videos.md: publicly reachable JPG, PNG or
  * WebP images, MP4 videos). The vendor fetches them, not the gateway, but a link to the gateway's own network must not
  * leave it: every link goes through the guarded fetcher's address rule (the one image links follow), which a quick HEAD
  * also puts to the test on every redirect and every address the name resolves to. Where that HEAD answers 2xx, its

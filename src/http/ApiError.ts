@@ -2,7 +2,8 @@
  * One error value for every public protocol, rendered in the envelope of the protocol that was called:
  * OpenAI `{"error":{"message","type","param","code"}}` on `/v1/*` and `/admin/*`, Anthropic
  * `{"type":"error","error":{"type","message"}}` on `/v1/messages`, Google `{"error":{"code","message","status"}}`
- * on `/v1beta/*`. Statuses and types follow protocols.md §1.6, §2.6, §3.4 and §4.5.
+ * on `/v1beta/*`. Statuses and types follow each vendor's published error
+ * reference (OpenAI, Anthropic, Gemini).
  */
 import { Data } from "effect"
 import { HttpServerResponse } from "effect/http"

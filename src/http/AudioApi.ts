@@ -1,5 +1,5 @@
 /**
- * OpenAI's audio API (protocols.md §7.2, §7.3): `POST /v1/audio/transcriptions` (multipart as the official SDKs send
+ * OpenAI's audio API (docs/api/embeddings-and-audio.md): `POST /v1/audio/transcriptions` (multipart as the official SDKs send
  * it; `text`, `srt` and `vtt` answer plain text, `json` and `verbose_json` JSON) and `POST /v1/audio/speech` (JSON in,
  * the audio bytes streamed out as the upstream produces them, with its content type).
  *

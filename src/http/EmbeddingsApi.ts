@@ -1,5 +1,5 @@
 /**
- * OpenAI's embeddings API, `POST /v1/embeddings` (protocols.md §7.1): `input` is a string, up to 2048 strings, an
+ * OpenAI's embeddings API, `POST /v1/embeddings` (docs/api/embeddings-and-audio.md): `input` is a string, up to 2048 strings, an
  * array of token ids or up to 2048 such arrays. `encoding_format: "base64"` — what the official `openai` SDK asks for
  * when its caller does not — answers each vector as little-endian float32 bytes, base64-encoded.
  */

@@ -1,5 +1,5 @@
 /**
- * Video generation (spec §2.1, §2.2, §4): `POST /v1/videos` submits a task (JSON, or multipart as the official
+ * Video generation (docs/api/videos.md): `POST /v1/videos` submits a task (JSON, or multipart as the official
  * `openai` SDK sends it), `GET /v1/videos/{id}` polls it, `GET /v1/videos` lists the caller's tasks, and
  * `GET /v1/videos/{id}/content` serves the stored MP4 with `Range` support. A task belongs to its account: any
  * other key gets 404. Content asked for before completion is a 409; after expiry a 410 `video_expired`.

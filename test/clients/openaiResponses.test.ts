@@ -2,7 +2,9 @@
  * The official `openai` SDK's Responses API as people use it, against the real gateway on its built-in simulator, on
  * every default text model: `responses.create`, `responses.stream` (its accumulated snapshot and final response),
  * `responses.retrieve`, `responses.inputItems.list` (auto-paginated), `responses.delete`, a function-call round trip
- * and `responses.parse` with a JSON schema; every request charged exactly the usage the SDK reported.
+ * and `responses.parse` with a JSON schema; every request charged exactly the price of the usage its response
+ * carried, as the SDK read it (the gateway's own report: this checks that the ledger agrees with what the client was
+ * told, not an independent count of the tokens).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import OpenAI from "openai"

@@ -3,8 +3,8 @@
  * document. OpenAPI 3.1 schemas are JSON Schema 2020-12. The YAML is parsed once per process (about 3 MB), and each
  * component compiled once.
  *
- * The document is not part of the repository: it is found where `TOLLGATE_OPENAI_SPEC` points, or in the workspace's
- * `../shared/spec/` beside the clone (where CI has it). On a bare clone neither exists, and `npm test` must still pass:
+ * The document is not part of the repository: it is found where `TOLLGATE_OPENAI_SPEC` points (a copy of OpenAI's
+ * published `openapi.yaml`), or where the CI workspace keeps one. On a bare clone neither exists, and `npm test` must still pass:
  * the schema checks then pass vacuously, and the reason is printed once per test file and shown as a skipped test
  * (`skipWithoutOpenAiSpec`), so nobody mistakes a bare clone's green run for a validated one.
  */

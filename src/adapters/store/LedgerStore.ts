@@ -2,7 +2,7 @@
  * Commits a batch of ledger commands at once (group commit): load only the state those commands need, run the pure
  * decider command by command (each rule checked per event, in order, on the state left by the previous command),
  * append all accepted events and write the projections in one statement. One hot account then costs one write per
- * batch instead of one per request (stack-notes §0b).
+ * batch instead of one per request (docs/architecture.md, "The ledger").
  *
  * Two ways to commit, same decisions, same rows:
  * - optimistic (first): the stream heads and the state are read in ONE statement (one snapshot), the write is ONE

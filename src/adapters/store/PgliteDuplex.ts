@@ -5,7 +5,7 @@
  * PGlite is a single backend session, so every "connection" shares it: a session lock is taken for a whole batch of
  * protocol messages and kept while the backend is inside a transaction block, so no connection ever interleaves
  * extended-protocol messages with another or runs inside someone else's transaction. (pglite-socket's multiplexer
- * queues messages one by one and returns other connections' rows under concurrency: measured in stack-notes §4.)
+ * queues messages one by one and returns other connections' rows under concurrency, as measured here.)
  *
  * This module is an edge around a Promise-based library, so it uses async code internally.
  */

@@ -1,7 +1,7 @@
 /**
  * HTTP calls to upstream vendors over one keep-alive undici `Pool` per origin. The per-request path stays thin (no
- * Effect HttpClient, no per-chunk Effect Stream): measured in shared/stack-notes.md §0, those cost most of the
- * throughput of a pass-through. Effect is kept for the service, the errors and interruption: interrupting `request`, or
+ * Effect HttpClient, no per-chunk Effect Stream): measured, those cost most of the throughput of a pass-through
+ * (bench/README.md has the pass-through benchmarks). Effect is kept for the service, the errors and interruption: interrupting `request`, or
  * an Effect reading its body, aborts the upstream request and destroys its socket.
  */
 import { noteUpstream } from "../../app/RequestTelemetry.ts"

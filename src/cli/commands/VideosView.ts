@@ -19,7 +19,7 @@ export interface VideoCreateInput {
   readonly videos: ReadonlyArray<string>
 }
 
-/** Spec §2.2's JSON form: `seconds` as a string, links only when given (the server infers `input_type`). */
+/** The JSON form of docs/api/videos.md: `seconds` as a string, links only when given (the server infers `input_type`). */
 export const videoCreateBody = (input: VideoCreateInput) => ({
   model: input.model,
   prompt: input.prompt,

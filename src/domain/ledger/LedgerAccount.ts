@@ -4,7 +4,7 @@
  * keys a batch touches) and replay runs them on the full history, so live projections and replay agree by
  * construction.
  *
- * Rules (architecture.md §4): a hold resolves exactly once; capture ≤ hold and refund = hold − capture; `available`
+ * Rules (docs/ledger.md): a hold resolves exactly once; capture ≤ hold and refund = hold − capture; `available`
  * never goes below zero (checked when a hold is placed); failed or rejected requests cost nothing (release refunds
  * the whole hold); an expired hold is released exactly once; every total stays within a 64-bit integer (deposits
  * are bounded, and every other total is bounded by them).

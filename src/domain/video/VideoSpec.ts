@@ -3,7 +3,7 @@
  * rule, the upstream adapters and the simulator all read the same table, so a hold, an upstream's `size` and the
  * pixels of the delivered file agree.
  *
- * Tokens = width × height × frames / 1024 with frames = 24 × seconds + 1 (protocols.md §6.2: this matches the
+ * Tokens = width × height × frames / 1024 with frames = 24 × seconds + 1 (docs/api/videos.md: this matches the
  * vendor's reported `completion_tokens` exactly, where the naive `× 24 × seconds` does not).
  */
 
@@ -33,7 +33,7 @@ export interface PixelSize {
 }
 
 /**
- * Output pixel sizes. The newest model generation's column of protocols.md §6.2 where it has an entry (480p 16:9
+ * Output pixel sizes. The newest model generation's documented size where the vendor lists one (480p 16:9
  * 864×496, 720p 16:9 1280×720, 720p 9:16 720×1280, 720p 1:1 960×960, 1080p 16:9 1920×1088, 720p 21:9 1470×630);
  * elsewhere the vendor's documented size for that resolution and ratio. Every side is even (H.264 4:2:0 needs it).
  */

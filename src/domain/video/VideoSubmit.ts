@@ -1,5 +1,5 @@
 /**
- * The validator of `POST /v1/videos` (spec §2.2, §8): the body's fields, from JSON or from multipart (where the
+ * The validator of `POST /v1/videos` (docs/api/videos.md): the body's fields, from JSON or from multipart (where the
  * official `openai` SDK sends `seconds` and `metadata` as strings), become a `VideoRequest` and the model id, or the
  * first problem found, naming the field. Pure: which models exist is decided elsewhere.
  */
@@ -253,7 +253,7 @@ const checkLinks = (kind: LinkKind, value: unknown): Check<ReadonlyArray<string>
   return Result.succeed(links)
 }
 
-/** Spec §2.2's table; several clips (which it leaves open) and images with clips are `reference`. */
+/** The table of docs/api/videos.md; several clips (which it leaves open) and images with clips are `reference`. */
 export const inferInputType = (images: number, videos: number): VideoInputType =>
   images === 0 && videos === 0 ? "text_to_video" : images === 2 && videos === 0 ? "first_last_frame" : "reference"
 

@@ -1,6 +1,6 @@
 /**
  * The built-in chat-style image family (`chat-image`): Gemini image models behind `/v1/chat/completions` and the
- * native `generateContent` path. A chat client gets the façade of protocols.md §4.6 (caption plus Markdown data-URI
+ * native `generateContent` path. A chat client gets the façade of docs/api/images.md (caption plus Markdown data-URI
  * images, in the OpenAI dialect the gateway converts from); a Gemini client gets Gemini's own body or stream untouched.
  * One flat price per call, charged also for a text-only reply; the upstream's usage is recorded as information only.
  */

@@ -1,5 +1,5 @@
 /**
- * Gemini image replies in the chat-completions façade (protocols.md §4.6): the caption text and each image as a
+ * Gemini image replies in the chat-completions façade (docs/api/images.md): the caption text and each image as a
  * Markdown data URI in `message.content`, in the order the parts came, several images staying several. Streams carry
  * text deltas as they come and each image whole in one chunk, then the finish, the usage and `[DONE]`.
  */

@@ -1,5 +1,5 @@
 /**
- * Output image tokens per image for holds (protocols.md §5.3). The dedicated model bills what the upstream reports in
+ * Output image tokens per image for holds (OpenAI's published image-token table). The dedicated model bills what the upstream reports in
  * `usage.output_tokens`; these numbers only size the hold, so where two published tables disagree the larger wins.
  * `auto` quality is held as `high` and `auto` size as 1024x1024.
  */
@@ -40,7 +40,7 @@ const roundHalfEven = (numerator: number, denominator: number): number => {
   return floor % 2 === 0 ? floor : floor + 1
 }
 
-/** gpt-image-2's calculator as reconstructed in §5.3: `ceil(q · s · (2e6 + w·h) / 4e6)`. */
+/** gpt-image-2's calculator as reconstructed from OpenAI's published token counts: `ceil(q · s · (2e6 + w·h) / 4e6)`. */
 export const formulaTokens = (quality: "low" | "medium" | "high", size: ImageSize): number => {
   const q = QUALITY_FACTOR[quality]
   const long = Math.max(size.width, size.height)

@@ -1,5 +1,5 @@
 /**
- * Ark (BytePlus ModelArk / Volcengine) Seedance content-generation tasks, protocols.md §6.2: the create body and the
+ * Ark (BytePlus ModelArk / Volcengine) Seedance content-generation tasks: the create body and the
  * mapping of a task object to the gateway's states. Ark reports no progress, so it is synthesized (0 queued, 50
  * running). Bodies are read defensively: a vendor's odd value becomes a 502, never a throw.
  */

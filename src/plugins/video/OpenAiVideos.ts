@@ -1,5 +1,5 @@
 /**
- * The OpenAI Videos API (Sora), protocols.md §6.1: the create body (sent as JSON, which the spec accepts) and the
+ * The OpenAI Videos API (Sora): the create body (sent as JSON, which the spec accepts) and the
  * mapping of a video object to the gateway's states. The API takes a prompt and at most one reference image, so
  * first/last-frame requests and reference clips cannot be expressed on it.
  */

@@ -80,16 +80,20 @@ describe("SlicedJson", () => {
       { numRuns: 500 }
     ))
 
-  it.effect("a 30 MB prompt goes through both with the default slicing, and lets timers run meanwhile", () =>
+  it.effect("a 30 MB prompt with a `__proto__` key goes through both with the default slicing, timers running", () =>
     Effect.gen(function* () {
       const prompt = 'the quick brown fox \\ jumps "over" the lazy dog 😀\n'.repeat(600_000)
-      const body = { model: "m", messages: [{ role: "user", content: prompt }], __proto__: 1 }
+      // A computed key makes an own `__proto__` property (a plain `__proto__: 1` would only try to set the prototype).
+      const body = { model: "m", messages: [{ role: "user", content: prompt }], ["__proto__"]: 1 }
+      assert.isTrue(Object.hasOwn(body, "__proto__"))
       let ticks = 0
       const timer = setInterval(() => ticks++, 1)
       const bytes = yield* jsonBody(body)
       const parsed = yield* parseInSlices(decode(bytes))
       clearInterval(timer)
       assert.deepStrictEqual(parsed, JSON.parse(JSON.stringify(body)))
+      assert.isTrue(Object.hasOwn(parsed as object, "__proto__"), "the key is kept as an own property")
+      assert.strictEqual(Object.getPrototypeOf(parsed), Object.prototype, "and never becomes the prototype")
       assert.isAbove(ticks, 0, "the event loop ran timers while 30 MB were serialized and parsed")
     })
   )

@@ -444,7 +444,7 @@ describe("LedgerAccount decider", () => {
 
 // ---- properties over random command sequences ----------------------------------------------------------------------
 
-/** An independent model of the rules, written from architecture.md §4, against which the decider is compared. */
+/** An independent model of the rules, written from docs/ledger.md, against which the decider is compared. */
 interface ModelHold {
   readonly amount: bigint
   readonly keyId: string | null

@@ -250,7 +250,7 @@ describe("validateVideoSubmit", () => {
     })
   })
 
-  describe("input type inference (spec §2.2)", () => {
+  describe("input type inference (docs/api/videos.md)", () => {
     const rows: ReadonlyArray<readonly [images: number, videos: number, inferred: VideoInputType]> = [
       [0, 0, "text_to_video"],
       [1, 0, "reference"],

@@ -307,7 +307,7 @@ describe("anthropic SDK → an OpenAI-compatible vendor with foreign tool-call i
 })
 
 describe("anthropic SDK: request ids", () => {
-  // Anthropic's SDK reads `request-id` (protocols.md §2.1); the gateway sends it beside `x-request-id`.
+  // Anthropic's SDK reads `request-id`; the gateway sends it beside `x-request-id`.
   it("exposes the gateway's request id as the SDK's _request_id", async () => {
     const customer = await h.admin.customer()
     const message = await client(customer.key).messages.create({

@@ -23,7 +23,7 @@ const request = (overrides: Partial<ImageRequest> = {}): ImageRequest => ({
 })
 
 describe("dedicated image pricing", () => {
-  it("matches the gpt-image-2 table of protocols.md §5.3", () => {
+  it("matches OpenAI's published gpt-image-2 token table", () => {
     const table: ReadonlyArray<[string, "low" | "medium" | "high", number]> = [
       ["1024x1024", "low", 196],
       ["1024x1024", "medium", 1756],

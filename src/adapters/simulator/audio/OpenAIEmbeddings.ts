@@ -1,5 +1,5 @@
 /**
- * OpenAI's `POST /v1/embeddings` (shared/protocols.md §7.1). Vectors come from `EmbeddingVectors.ts`; usage counts
+ * OpenAI's `POST /v1/embeddings`. Vectors come from `EmbeddingVectors.ts`; usage counts
  * o200k tokens of each text (token-id inputs count their length).
  *
  * Dimensions: models whose name contains `large` default to 3072 and accept 1..3072; models whose name contains `sim`

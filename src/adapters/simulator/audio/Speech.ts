@@ -1,5 +1,5 @@
 /**
- * OpenAI's `POST /v1/audio/speech` (shared/protocols.md §7.3): real audio from `SpeechAudio.ts`. `wav` and `pcm` are
+ * OpenAI's `POST /v1/audio/speech`: real audio from `SpeechAudio.ts`. `wav` and `pcm` are
  * written directly with a content length; `mp3`, `opus` (Ogg), `aac` (ADTS) and `flac` go through the bundled ffmpeg
  * and stream chunked as ffmpeg produces them. A format whose encoder the binary lacks answers 400 naming it.
  * `instructions` is accepted and ignored; `stream_format: "sse"` is not simulated (400).

@@ -1,5 +1,5 @@
 /**
- * OpenAI's `POST /v1/audio/transcriptions` (multipart, shared/protocols.md §7.2). The duration comes from the upload:
+ * OpenAI's `POST /v1/audio/transcriptions` (multipart). The duration comes from the upload:
  * a WAV header is read directly, any other container is decoded by the bundled ffmpeg; an empty or unreadable file is
  * a 400 like the real API's. The text is deterministic (`TranscriptText.ts`). `whisper*` models speak every response
  * format and bill by duration; other models (`gpt-4o-transcribe`, ...) answer `json` or `text` and bill tokens:

@@ -1,6 +1,6 @@
 /**
- * Output token counts per generated image, from the tables in shared/protocols.md §4.3 (Gemini image models) and
- * §5.3 (GPT image models).
+ * Output token counts per generated image, from the vendors' published tables (Gemini image models)
+ * and OpenAI's published token counts (GPT image models).
  */
 import type { ImageSize } from "./ImageFiles.ts"
 

@@ -1,5 +1,5 @@
 /**
- * Ark (BytePlus ModelArk / Volcengine) Seedance content-generation tasks, protocols.md §6.2, under `/api/v3`: create,
+ * Ark (BytePlus ModelArk / Volcengine) Seedance content-generation tasks, under `/api/v3`: create,
  * get, list and delete (cancel). Usage is the vendor's formula (VideoSpec's `videoTokens`), reported once a task
  * succeeds; `content.video_url` links to the rendered MP4 on the simulator. Faults are prompt markers (VideoMarkers.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * OpenAI's Videos API (Sora), protocols.md §6.1: `POST /v1/videos` (JSON, or multipart as openai-node sends it), get,
+ * OpenAI's Videos API (Sora): `POST /v1/videos` (JSON, or multipart as openai-node sends it), get,
  * list, delete and `GET /v1/videos/{id}/content`. Like the vendor it reports no usage: a gateway bills from the file.
  * The simulator accepts any `seconds` 1..20 and any even `WxH` up to 2200 px a side, since the gateway sends the
  * pixel sizes of VideoSpec. Faults are prompt markers (VideoMarkers.ts).

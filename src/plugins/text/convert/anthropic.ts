@@ -45,7 +45,7 @@ export interface AnthropicRequestOptions {
   readonly samplingParams?: "keep" | "omit"
 }
 
-/** Thinking budget chosen for an OpenAI-style effort (a gateway policy, see protocols §3.1). */
+/** Thinking budget chosen for an OpenAI-style effort (a gateway policy). */
 export const EFFORT_BUDGETS: Readonly<Record<string, number>> = {
   minimal: 1024,
   low: 2048,

@@ -107,7 +107,7 @@ describe("simulator image files", () => {
     assert.deepStrictEqual(fitLongEdge(1, 2048), { width: 2048, height: 2048 })
   })
 
-  it("counts output tokens per the protocols.md tables", () => {
+  it("counts output tokens per the vendors' published tables", () => {
     const table = (model: string) =>
       (["low", "medium", "high"] as const).map((quality) =>
         [

@@ -16,7 +16,7 @@ const run = (options: Omit<StreamTransducerOptions, keyof typeof base>, events: 
   return { frames, parsed: readFrames(frames), snapshot: transducer.snapshot(), transducer }
 }
 
-/** The §2.5 sequence: thinking with signature, text, a tool call with split JSON. */
+/** Anthropic's documented stream sequence: thinking with signature, text, a tool call with split JSON. */
 const anthropicToolStream = anthropicEvents([
   {
     type: "message_start",
