@@ -4,8 +4,10 @@
  * stream, for a streamed one). Tokens are counted when a call settles, from its real usage, and a key over its
  * minute's budget is refused until the next minute. Windows are fixed UTC minutes.
  */
-import { Context, type Effect, Schema } from "effect"
-import type { RateLimits } from "../domain/keys/RateLimits.ts"
+import { Context, Effect, Schema } from "effect"
+import { effectiveRateLimits, noRateLimits, type RateLimits } from "../domain/keys/RateLimits.ts"
+
+export type RateLimitKind = "rpm" | "tpm" | "concurrency"
 
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   limit: Schema.Literals(["rpm", "tpm", "concurrency"]),
@@ -50,3 +52,45 @@ export const MINUTE_MS = 60_000
 /** Whole seconds until the fixed minute that contains `now` ends (at least 1). */
 export const secondsToNextMinute = (now: number): number =>
   Math.max(1, Math.ceil((MINUTE_MS - (now % MINUTE_MS)) / 1000))
+
+/**
+ * The policy every limiter applies (one in process, one in Redis): which limits an admission is judged by, in which
+ * order they are checked, and what a refusal says.
+ */
+
+/**
+ * The limits a request of `own` is admitted under: each null figure the operator's default, or no limit at all with
+ * `defaults: false`; undefined when nothing is limited (the request takes no slot).
+ */
+export const limitsFor = (
+  own: RateLimits | undefined,
+  defaults: RateLimits,
+  options?: { readonly defaults?: boolean }
+): RateLimits | undefined => {
+  const limits = options?.defaults === false ? (own ?? noRateLimits) : effectiveRateLimits(own ?? defaults, defaults)
+  return limits.rpm === null && limits.tpm === null && limits.concurrency === null ? undefined : limits
+}
+
+/** The limit a key's window has reached, checked in order: requests in flight, then the minute's requests, then tokens. */
+export const limitReached = (
+  limits: RateLimits,
+  window: { readonly inFlight: number; readonly requests: number; readonly tokens: number }
+): RateLimitKind | undefined =>
+  limits.concurrency !== null && window.inFlight >= limits.concurrency
+    ? "concurrency"
+    : limits.rpm !== null && window.requests >= limits.rpm
+      ? "rpm"
+      : limits.tpm !== null && window.tokens >= limits.tpm
+        ? "tpm"
+        : undefined
+
+/** The refusal for a reached `limit` at `now`: a slot may free in a second; a minute's budget comes back next minute. */
+export const refusal = (limits: RateLimits, limit: RateLimitKind, now: number): RateLimited =>
+  new RateLimited({
+    limit,
+    allowed: limits[limit] ?? 0,
+    retryAfterSeconds: limit === "concurrency" ? 1 : secondsToNextMinute(now)
+  })
+
+/** The admission of a request that takes no slot. */
+export const unlimited: Admission = { release: Effect.void }

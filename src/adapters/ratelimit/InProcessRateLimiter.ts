@@ -1,7 +1,15 @@
 /** Rate limits kept in this process: right for one instance; several instances share Redis instead. */
 import { Clock, Effect, Layer } from "effect"
-import { type Admission, MINUTE_MS, RateLimited, RateLimiter, secondsToNextMinute } from "../../app/RateLimiter.ts"
-import { effectiveRateLimits, noRateLimits, type RateLimits } from "../../domain/keys/RateLimits.ts"
+import {
+  type Admission,
+  limitReached,
+  limitsFor,
+  MINUTE_MS,
+  RateLimiter,
+  refusal,
+  unlimited
+} from "../../app/RateLimiter.ts"
+import type { RateLimits } from "../../domain/keys/RateLimits.ts"
 
 interface KeyWindow {
   minute: number
@@ -29,21 +37,12 @@ export const layer = (defaults: RateLimits): Layer.Layer<RateLimiter> =>
     return RateLimiter.of({
       admit: (keyId, own, options) =>
         Effect.gen(function* () {
-          const limits =
-            options?.defaults === false ? (own ?? noRateLimits) : effectiveRateLimits(own ?? defaults, defaults)
-          if (limits.rpm === null && limits.tpm === null && limits.concurrency === null) return unlimited
+          const limits = limitsFor(own, defaults, options)
+          if (limits === undefined) return unlimited
           const now = yield* Clock.currentTimeMillis
           const window = current(keyId, now)
-          if (limits.concurrency !== null && window.inFlight >= limits.concurrency) {
-            return yield* new RateLimited({ limit: "concurrency", allowed: limits.concurrency, retryAfterSeconds: 1 })
-          }
-          const retryAfterSeconds = secondsToNextMinute(now)
-          if (limits.rpm !== null && window.requests >= limits.rpm) {
-            return yield* new RateLimited({ limit: "rpm", allowed: limits.rpm, retryAfterSeconds })
-          }
-          if (limits.tpm !== null && window.tokens >= limits.tpm) {
-            return yield* new RateLimited({ limit: "tpm", allowed: limits.tpm, retryAfterSeconds })
-          }
+          const reached = limitReached(limits, window)
+          if (reached !== undefined) return yield* refusal(limits, reached, now)
           if (options?.countRequest !== false) window.requests += 1
           window.inFlight += 1
           let released = false
@@ -61,5 +60,3 @@ export const layer = (defaults: RateLimits): Layer.Layer<RateLimiter> =>
         })
     })
   })
-
-const unlimited: Admission = { release: Effect.void }

@@ -8,15 +8,15 @@
 import { Clock, Effect, Layer, type Redacted } from "effect"
 import { randomUUID } from "node:crypto"
 import { acquireRedis } from "../redis/RedisConnection.ts"
-import { type Admission, MINUTE_MS, RateLimited, RateLimiter, secondsToNextMinute } from "../../app/RateLimiter.ts"
-import { effectiveRateLimits, noRateLimits, type RateLimits } from "../../domain/keys/RateLimits.ts"
+import { type Admission, limitsFor, MINUTE_MS, RateLimiter, refusal, unlimited } from "../../app/RateLimiter.ts"
+import type { RateLimits } from "../../domain/keys/RateLimits.ts"
 
 /** A slot older than this no longer counts against concurrency (its request, or its instance, is gone). */
 const SLOT_TTL_MS = 15 * MINUTE_MS
 
 // KEYS: requests, tokens, slots. ARGV: rpm, tpm, concurrency (0 = none), now, slot id, slot ttl ms, count the
 // request (1) or take a slot only (0).
-// Returns 0 when admitted, else 1 (rpm), 2 (tpm), 3 (concurrency).
+// Returns 0 when admitted, else 1 (rpm), 2 (tpm), 3 (concurrency), checked in `limitReached`'s order (RateLimiter.ts).
 const ADMIT = `
 local rpm, tpm, conc = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local now, ttl = tonumber(ARGV[4]), tonumber(ARGV[6])
@@ -60,9 +60,8 @@ export const layer = (url: Redacted.Redacted<string>, defaults: RateLimits): Lay
       return RateLimiter.of({
         admit: (keyId, own, options) =>
           Effect.gen(function* () {
-            const limits =
-              options?.defaults === false ? (own ?? noRateLimits) : effectiveRateLimits(own ?? defaults, defaults)
-            if (limits.rpm === null && limits.tpm === null && limits.concurrency === null) return unlimited
+            const limits = limitsFor(own, defaults, options)
+            if (limits === undefined) return unlimited
             const now = yield* Clock.currentTimeMillis
             const [requests, tokens, slots] = keys(keyId, Math.floor(now / MINUTE_MS))
             const slot = randomUUID()
@@ -82,14 +81,7 @@ export const layer = (url: Redacted.Redacted<string>, defaults: RateLimits): Lay
                 options?.countRequest === false ? 0 : 1
               )
             ).pipe(Effect.orElseSucceed(() => 0))
-            if (verdict !== 0) {
-              const limit = reasons[Number(verdict) - 1]
-              return yield* new RateLimited({
-                limit,
-                allowed: limits[limit] as number,
-                retryAfterSeconds: limit === "concurrency" ? 1 : secondsToNextMinute(now)
-              })
-            }
+            if (verdict !== 0) return yield* refusal(limits, reasons[Number(verdict) - 1] ?? "rpm", now)
             if (limits.concurrency === null) return unlimited
             let released = false
             return {
@@ -112,5 +104,3 @@ export const layer = (url: Redacted.Redacted<string>, defaults: RateLimits): Lay
       })
     })
   )
-
-const unlimited: Admission = { release: Effect.void }
