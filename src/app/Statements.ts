@@ -11,7 +11,8 @@
  */
 import { Context, type Effect, Stream } from "effect"
 import { parseInstant } from "../domain/Instants.ts"
-import { type Micros, parseDecimal } from "../domain/Money.ts"
+import type { Micros } from "../domain/Money.ts"
+import { amountOf, applyBalanceMove, balanceMoveOf } from "../domain/ledger/BalanceMove.ts"
 import type { LedgerEvent } from "../domain/ledger/LedgerEvent.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreUnavailable } from "./StoreErrors.ts"
@@ -77,31 +78,11 @@ export const balancesOf = (state: Pick<StatementState, "deposited" | "captured" 
   return { balance, held: state.held, available: balance - state.held }
 }
 
-const amountOf = (text: string): Micros => {
-  const value = parseDecimal(text)
-  if (value === undefined) throw new Error(`ledger event carries a malformed amount: ${text}`) // a corrupt event is a bug
-  return value
-}
-
-/** How one event moves the three figures; pure, from the event alone. */
+/** How one event moves the three figures; pure, from the event alone (BalanceMove.ts). */
 export const deltaOf = (event: LedgerEvent): Balances => {
-  const delta = (balance: Micros, held: Micros): Balances => ({ balance, held, available: balance - held })
-  switch (event.type) {
-    case "AccountOpened":
-      return delta(0n, 0n)
-    case "FundsDeposited":
-      return delta(amountOf(event.data.amount), 0n)
-    case "HoldPlaced":
-      return delta(0n, amountOf(event.data.amount))
-    case "UsageRecalculated": {
-      const captured = amountOf(event.data.captured)
-      return delta(-captured, -captured)
-    }
-    case "OverageCharged":
-      return delta(-amountOf(event.data.amount), 0n)
-    case "RefundIssued":
-      return delta(0n, -amountOf(event.data.amount))
-  }
+  const move = balanceMoveOf(event)
+  const balance = move.deposited - move.captured
+  return { balance, held: move.held, available: balance - move.held }
 }
 
 export const addBalances = (a: Balances, b: Balances): Balances => ({
@@ -122,17 +103,11 @@ const withHolds = (
 }
 
 /**
- * Folds one event. Mirrors `evolve` on the balance fields; holds are kept only while an event about them may follow:
+ * Folds one event: the balance fields as `evolve` moves them (BalanceMove.ts); holds are kept only while an event about them may follow:
  * a settlement is followed, in the same command, by a refund (cost < hold) or an overage (cost > hold), never both.
  */
 export const evolveStatement = (state: StatementState, event: LedgerEvent): StatementState => {
-  const delta = deltaOf(event)
-  const moved = {
-    ...state,
-    deposited: event.type === "FundsDeposited" ? state.deposited + delta.balance : state.deposited,
-    captured: state.captured - (event.type === "FundsDeposited" ? 0n : delta.balance),
-    held: state.held + delta.held
-  }
+  const moved = applyBalanceMove(state, event)
   switch (event.type) {
     case "AccountOpened":
       return { ...moved, exists: true, name: event.data.name, createdAt: event.data.at }
@@ -140,7 +115,14 @@ export const evolveStatement = (state: StatementState, event: LedgerEvent): Stat
       return moved
     case "HoldPlaced": {
       const { holdId, keyId, model, plugin, requestId } = event.data
-      const info: HoldInfo = { keyId, model, plugin, requestId, amount: delta.held, awaiting: "resolution" }
+      const info: HoldInfo = {
+        keyId,
+        model,
+        plugin,
+        requestId,
+        amount: amountOf(event.data.amount),
+        awaiting: "resolution"
+      }
       return { ...moved, holds: withHolds(state.holds, holdId, info) }
     }
     case "UsageRecalculated": {

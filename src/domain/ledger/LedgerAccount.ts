@@ -9,7 +9,8 @@
  * the whole hold); an expired hold is released exactly once; every total stays within a 64-bit integer (deposits
  * are bounded, and every other total is bounded by them).
  */
-import { formatMicros, MAX_MICROS, type Micros, min, parseDecimal } from "../Money.ts"
+import { formatMicros, MAX_MICROS, min } from "../Money.ts"
+import { amountOf, applyBalanceMove } from "./BalanceMove.ts"
 import type { LedgerEvent } from "./LedgerEvent.ts"
 import { usageMetrics } from "./UsageMetrics.ts"
 import {
@@ -179,12 +180,6 @@ export const decide = (state: AccountState, command: LedgerCommand): Decision =>
   }
 }
 
-const amountOf = (text: string): Micros => {
-  const value = parseDecimal(text)
-  if (value === undefined) throw new Error(`ledger event carries a malformed amount: ${text}`) // a corrupt event is a bug
-  return value
-}
-
 const withKey = (
   keys: ReadonlyMap<string, KeySpend>,
   keyId: string | null,
@@ -207,14 +202,14 @@ const withHold = (holds: ReadonlyMap<string, HoldState>, hold: HoldState): Reado
  * always complete because every event of the stream is folded into them.
  */
 export const evolve = (state: AccountState, event: LedgerEvent): AccountState => {
+  const moved = applyBalanceMove(state, event)
   switch (event.type) {
     case "AccountOpened":
-      return { ...state, exists: true, name: event.data.name, createdAt: event.data.at }
+      return { ...moved, exists: true, name: event.data.name, createdAt: event.data.at }
     case "FundsDeposited": {
-      const amount = amountOf(event.data.amount)
       const depositReferences = new Map(state.depositReferences)
-      depositReferences.set(event.data.reference, amount)
-      return { ...state, deposited: state.deposited + amount, depositReferences }
+      depositReferences.set(event.data.reference, amountOf(event.data.amount))
+      return { ...moved, depositReferences }
     }
     case "HoldPlaced": {
       const amount = amountOf(event.data.amount)
@@ -234,8 +229,7 @@ export const evolve = (state: AccountState, event: LedgerEvent): AccountState =>
         resolvedAt: null
       }
       return {
-        ...state,
-        held: state.held + amount,
+        ...moved,
         holds: withHold(state.holds, hold),
         keys: withKey(state.keys, hold.keyId, (s) => ({ spent: s.spent, held: s.held + amount }))
       }
@@ -248,9 +242,7 @@ export const evolve = (state: AccountState, event: LedgerEvent): AccountState =>
           ? state.holds
           : withHold(state.holds, { ...hold, status: "settled", captured, resolvedAt: event.data.at })
       return {
-        ...state,
-        held: state.held - captured,
-        captured: state.captured + captured,
+        ...moved,
         holds,
         keys: withKey(state.keys, hold?.keyId ?? null, (s) => ({ spent: s.spent + captured, held: s.held - captured }))
       }
@@ -261,8 +253,7 @@ export const evolve = (state: AccountState, event: LedgerEvent): AccountState =>
       const holds =
         hold === undefined ? state.holds : withHold(state.holds, { ...hold, captured: hold.captured + amount })
       return {
-        ...state,
-        captured: state.captured + amount,
+        ...moved,
         holds,
         keys: withKey(state.keys, hold?.keyId ?? null, (s) => ({ spent: s.spent + amount, held: s.held }))
       }
@@ -280,8 +271,7 @@ export const evolve = (state: AccountState, event: LedgerEvent): AccountState =>
               resolvedAt: hold.resolvedAt ?? event.data.at
             })
       return {
-        ...state,
-        held: state.held - amount,
+        ...moved,
         holds,
         keys: withKey(state.keys, hold?.keyId ?? null, (s) => ({ spent: s.spent, held: s.held - amount }))
       }
