@@ -22,11 +22,9 @@ export interface UsageQuery {
   readonly groupBy: ReadonlyArray<UsageGroup>
 }
 
-export interface UsageLine {
-  readonly day?: string
-  readonly model?: string
-  /** The key id; null for calls made without a key. */
-  readonly key?: string | null
+/** What usage counts, per row of the `usage_daily` projection and per line of a report. */
+export interface UsageCounts {
+  /** Settled calls. */
   readonly requests: bigint
   readonly inputTokens: bigint
   readonly outputTokens: bigint
@@ -36,7 +34,38 @@ export interface UsageLine {
   readonly cacheWriteTokens: bigint
   readonly images: bigint
   readonly videoSeconds: bigint
+  /** Micro-dollars: captured plus any overage charged. */
   readonly cost: bigint
+}
+
+export const noUsage: UsageCounts = {
+  requests: 0n,
+  inputTokens: 0n,
+  outputTokens: 0n,
+  cacheReadTokens: 0n,
+  cacheWriteTokens: 0n,
+  images: 0n,
+  videoSeconds: 0n,
+  cost: 0n
+}
+
+export const addUsage = <A extends UsageCounts>(a: A, b: UsageCounts): A => ({
+  ...a,
+  requests: a.requests + b.requests,
+  inputTokens: a.inputTokens + b.inputTokens,
+  outputTokens: a.outputTokens + b.outputTokens,
+  cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+  cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens,
+  images: a.images + b.images,
+  videoSeconds: a.videoSeconds + b.videoSeconds,
+  cost: a.cost + b.cost
+})
+
+export interface UsageLine extends UsageCounts {
+  readonly day?: string
+  readonly model?: string
+  /** The key id; null for calls made without a key. */
+  readonly key?: string | null
 }
 
 export interface RequestChargeQuery {

@@ -5,6 +5,7 @@
  * in its one statement; replay folds the same deltas from the events with the same function.
  */
 import type { SqlClient } from "effect/sql"
+import { addUsage, noUsage, type UsageCounts } from "../../app/UsageReports.ts"
 import type { HoldState } from "../../domain/ledger/LedgerState.ts"
 import type { LedgerEvent } from "../../domain/ledger/LedgerEvent.ts"
 import { parseDecimal } from "../../domain/Money.ts"
@@ -12,19 +13,12 @@ import { recordsJson } from "./EventAppends.ts"
 
 export const NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
-export interface UsageRow {
+/** One `usage_daily` row: a day, account, key and model, and what their settled calls count. */
+export interface UsageRow extends UsageCounts {
   readonly day: string
   readonly accountId: string
   readonly keyId: string
   readonly model: string
-  readonly requests: bigint
-  readonly inputTokens: bigint
-  readonly outputTokens: bigint
-  readonly cacheReadTokens: bigint
-  readonly cacheWriteTokens: bigint
-  readonly images: bigint
-  readonly videoSeconds: bigint
-  readonly cost: bigint
 }
 
 /** The cache split of a text call's usage object (the chat IR's fields); 0 for any other family. */
@@ -67,17 +61,7 @@ export const usageDelta = (
       }
     }
     case "OverageCharged":
-      return {
-        ...base,
-        requests: 0n,
-        inputTokens: 0n,
-        outputTokens: 0n,
-        cacheReadTokens: 0n,
-        cacheWriteTokens: 0n,
-        images: 0n,
-        videoSeconds: 0n,
-        cost: parseDecimal(event.data.amount) ?? 0n
-      }
+      return { ...base, ...noUsage, cost: parseDecimal(event.data.amount) ?? 0n }
     default:
       return undefined
   }
@@ -91,22 +75,7 @@ export class UsageTotals {
     if (delta === undefined) return
     const key = keyOf(delta)
     const known = this.rows.get(key)
-    this.rows.set(
-      key,
-      known === undefined
-        ? delta
-        : {
-            ...known,
-            requests: known.requests + delta.requests,
-            inputTokens: known.inputTokens + delta.inputTokens,
-            outputTokens: known.outputTokens + delta.outputTokens,
-            cacheReadTokens: known.cacheReadTokens + delta.cacheReadTokens,
-            cacheWriteTokens: known.cacheWriteTokens + delta.cacheWriteTokens,
-            images: known.images + delta.images,
-            videoSeconds: known.videoSeconds + delta.videoSeconds,
-            cost: known.cost + delta.cost
-          }
-    )
+    this.rows.set(key, known === undefined ? delta : addUsage(known, delta))
   }
 
   get size(): number {
