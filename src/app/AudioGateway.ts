@@ -21,12 +21,16 @@ import {
   type TranscriptionReply,
   type TranscriptionRequest
 } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry } from "./PluginRegistry.ts"
 import { upstreamFailed } from "./ChatErrors.ts"
-import { type HeldCallError, placeHoldFor, releaseReason, resolveModel, runHeldCall } from "./HeldCall.ts"
+import {
+  type HeldCallError,
+  heldCallServices,
+  placeHoldFor,
+  releaseReason,
+  resolveModel,
+  runHeldCall
+} from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
-import { Ledger } from "./Ledger.ts"
-import { Deployments } from "./routing/Deployments.ts"
 import { traced } from "./Traced.ts"
 
 export interface TranscriptionInput {
@@ -63,9 +67,8 @@ export class AudioGateway extends Context.Service<
   static readonly layer = Layer.effect(
     AudioGateway,
     Effect.gen(function* () {
-      const registry = yield* PluginRegistry
-      const ledger = yield* Ledger
-      const deployments = yield* Deployments
+      const held = yield* heldCallServices
+      const { registry, ledger, deployments } = held
       const tokens = yield* TokenCounter
       const media = yield* MediaProbe
       const speechModel = (modelId: string, key: AuthenticatedKey) =>
@@ -73,7 +76,7 @@ export class AudioGateway extends Context.Service<
 
       const transcribe = Effect.fnUntraced(function* (input: TranscriptionInput) {
         const called = { kind: "transcription", called: "POST /v1/audio/transcriptions" } as const
-        return yield* runHeldCall({ registry, ledger, deployments }, input, called, ({ plugin, model }) =>
+        return yield* runHeldCall(held, input, called, ({ plugin, model }) =>
           Effect.gen(function* () {
             const { data, filename } = input.request.file
             const measuredMillis = yield* media.audioMillis(data, filename)

@@ -12,15 +12,12 @@ import { deliverJson } from "./ChatJsonReply.ts"
 import { planChat } from "./ChatPlan.ts"
 import { deliverStream } from "./ChatStreamReply.ts"
 import type { ResponseNotStored, TurnToStore } from "./DeliveredTurn.ts"
-import { callUnderHold, holdInputFor } from "./HeldCall.ts"
+import { callUnderHold, heldCallServices, holdInputFor } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
-import { Ledger } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
-import { PluginRegistry } from "./PluginRegistry.ts"
 import { ChatDialects } from "./ports/ChatDialects.ts"
 import { ResponseStore } from "./ports/ResponseStore.ts"
 import { TokenCounter } from "./ports/TokenCounter.ts"
-import { Deployments } from "./routing/Deployments.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
 import { traced } from "./Traced.ts"
 
@@ -64,11 +61,10 @@ export class ChatGateway extends Context.Service<
   static readonly layer = Layer.effect(
     ChatGateway,
     Effect.gen(function* () {
-      const registry = yield* PluginRegistry
-      const ledger = yield* Ledger
+      const held = yield* heldCallServices
+      const { registry, ledger, deployments } = held
       const dialects = yield* ChatDialects
       const tokens = yield* TokenCounter
-      const deployments = yield* Deployments
       const store = yield* ResponseStore
 
       const chat = Effect.fnUntraced(function* (input: ChatInput) {

@@ -7,12 +7,9 @@
 import { Context, Effect, Layer } from "effect"
 import { TokenCounter } from "./ports/TokenCounter.ts"
 import type { EmbeddingInput, EmbeddingsReply, EmbeddingsRequest, PluginModel } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry } from "./PluginRegistry.ts"
 import { UpstreamFailed } from "./ChatErrors.ts"
-import { type HeldCallError, runHeldCall } from "./HeldCall.ts"
+import { type HeldCallError, heldCallServices, runHeldCall } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
-import { Ledger } from "./Ledger.ts"
-import { Deployments } from "./routing/Deployments.ts"
 import { traced } from "./Traced.ts"
 
 export interface EmbeddingsInput {
@@ -43,14 +40,12 @@ export class EmbeddingsGateway extends Context.Service<
   static readonly layer = Layer.effect(
     EmbeddingsGateway,
     Effect.gen(function* () {
-      const registry = yield* PluginRegistry
-      const ledger = yield* Ledger
-      const deployments = yield* Deployments
+      const held = yield* heldCallServices
       const tokens = yield* TokenCounter
 
       const embed = Effect.fnUntraced(function* (input: EmbeddingsInput) {
         return yield* runHeldCall(
-          { registry, ledger, deployments },
+          held,
           input,
           { kind: "embeddings", called: "POST /v1/embeddings" },
           ({ plugin, model }) =>

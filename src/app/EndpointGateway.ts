@@ -13,12 +13,10 @@ import type {
 } from "@tollgate/plugin-spec"
 import { Context, Effect, Layer } from "effect"
 import { InvalidChatRequest } from "./ChatErrors.ts"
-import { type HeldCallError, runHeldCall } from "./HeldCall.ts"
+import { type HeldCallError, heldCallServices, runHeldCall } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
-import { Ledger } from "./Ledger.ts"
-import { Deployments } from "./routing/Deployments.ts"
 import { PluginHttp } from "./PluginHttp.ts"
-import { PluginRegistry, wrongEndpointMessage } from "./PluginRegistry.ts"
+import { wrongEndpointMessage } from "./PluginRegistry.ts"
 import { traced } from "./Traced.ts"
 
 export interface EndpointInput {
@@ -63,9 +61,7 @@ export class EndpointGateway extends Context.Service<
   static readonly layer = Layer.effect(
     EndpointGateway,
     Effect.gen(function* () {
-      const registry = yield* PluginRegistry
-      const ledger = yield* Ledger
-      const deployments = yield* Deployments
+      const services = yield* heldCallServices
       const http = yield* PluginHttp
 
       const call = Effect.fnUntraced(function* (input: EndpointInput) {
@@ -80,28 +76,24 @@ export class EndpointGateway extends Context.Service<
           return yield* new InvalidChatRequest({ param: "model", message: "is required" })
         }
         const held = { key: input.key, model: body.model, requestId: input.requestId }
-        return yield* runHeldCall(
-          { registry, ledger, deployments },
-          held,
-          { kind: "endpoint", called: input.called },
-          (entry) =>
-            Effect.gen(function* () {
-              if (entry.plugin.kind !== input.kind) {
-                return yield* new InvalidChatRequest({
-                  param: "model",
-                  message: wrongEndpointMessage(held.model, entry, input.called)
-                })
-              }
-              const { plugin, model } = entry
-              const request = yield* validate<{ readonly model: string }>(plugin, body)
-              return {
-                amount: plugin.pricing.estimate(request, model),
-                call: (signal: AbortSignal, deployment: PluginModel) =>
-                  plugin.invoke({ model: deployment, request, requestId: input.requestId, signal, http }),
-                bill: (reply: EndpointReply<EndpointUsage>) =>
-                  Effect.succeed({ cost: plugin.pricing.price(reply.usage, model), usage: { ...reply.usage } })
-              }
-            })
+        return yield* runHeldCall(services, held, { kind: "endpoint", called: input.called }, (entry) =>
+          Effect.gen(function* () {
+            if (entry.plugin.kind !== input.kind) {
+              return yield* new InvalidChatRequest({
+                param: "model",
+                message: wrongEndpointMessage(held.model, entry, input.called)
+              })
+            }
+            const { plugin, model } = entry
+            const request = yield* validate<{ readonly model: string }>(plugin, body)
+            return {
+              amount: plugin.pricing.estimate(request, model),
+              call: (signal: AbortSignal, deployment: PluginModel) =>
+                plugin.invoke({ model: deployment, request, requestId: input.requestId, signal, http }),
+              bill: (reply: EndpointReply<EndpointUsage>) =>
+                Effect.succeed({ cost: plugin.pricing.price(reply.usage, model), usage: { ...reply.usage } })
+            }
+          })
         ).pipe(Effect.map((reply) => reply.body))
       }, traced("EndpointGateway.call"))
 

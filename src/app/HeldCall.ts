@@ -7,12 +7,12 @@
 import { Clock, Effect, Exit, Fiber } from "effect"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import type { PluginFailure, PluginModel } from "../plugins/ModelPlugin.ts"
-import type { Deployments, RouteHint } from "./routing/Deployments.ts"
-import { type PluginRegistry, type ResolvedModel, wrongEndpointMessage } from "./PluginRegistry.ts"
+import { Deployments, type RouteHint } from "./routing/Deployments.ts"
+import { PluginRegistry, type ResolvedModel, wrongEndpointMessage } from "./PluginRegistry.ts"
 import type { UpstreamFailed } from "./ChatErrors.ts"
 import { InvalidChatRequest, ModelNotAllowed, ModelNotFound, upstreamFailed } from "./ChatErrors.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
-import type { Ledger, PlaceHoldInput } from "./Ledger.ts"
+import { Ledger, type PlaceHoldInput } from "./Ledger.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreRefused, StoreUnavailable } from "./StoreErrors.ts"
 import type { Micros } from "../domain/Money.ts"
@@ -150,6 +150,19 @@ export const callUnderHold = <A, R>(
     })
   )
 
+/** The services every gateway's held calls run on. */
+export interface HeldCallServices {
+  readonly registry: PluginRegistry["Service"]
+  readonly ledger: Ledger["Service"]
+  readonly deployments: Deployments["Service"]
+}
+
+/** A gateway's opening: the held-call services, taken once when its layer is built. */
+export const heldCallServices: Effect.Effect<HeldCallServices, never, PluginRegistry | Ledger | Deployments> =
+  Effect.gen(function* () {
+    return { registry: yield* PluginRegistry, ledger: yield* Ledger, deployments: yield* Deployments }
+  })
+
 /** What a kind's gateway plans for one call once its model is resolved: the hold, the call, and what it cost. */
 export interface HeldPlan<A, R> {
   /** The most the call can cost: held before it is made. */
@@ -172,11 +185,7 @@ export interface HeldPlan<A, R> {
  * speech) and tasks (video) resolve and hold through the same functions but settle when their delivery ends.
  */
 export const runHeldCall = <K extends ResolvedModel["kind"], A, E, R>(
-  services: {
-    readonly registry: PluginRegistry["Service"]
-    readonly ledger: Ledger["Service"]
-    readonly deployments: Deployments["Service"]
-  },
+  services: HeldCallServices,
   input: HeldCallInput,
   endpoint: { readonly kind: K; readonly called: string },
   plan: (entry: Extract<ResolvedModel, { readonly kind: K }>) => Effect.Effect<HeldPlan<A, R>, E>

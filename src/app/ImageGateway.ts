@@ -8,11 +8,8 @@
 import { Context, Effect, Layer } from "effect"
 import { TokenCounter } from "./ports/TokenCounter.ts"
 import type { ImageOperation, ImageRequest, ImagesReply, PluginModel } from "../plugins/ModelPlugin.ts"
-import { PluginRegistry } from "./PluginRegistry.ts"
-import { runHeldCall, type HeldCallError } from "./HeldCall.ts"
+import { type HeldCallError, heldCallServices, runHeldCall } from "./HeldCall.ts"
 import type { AuthenticatedKey } from "./Keys.ts"
-import { Ledger } from "./Ledger.ts"
-import { Deployments } from "./routing/Deployments.ts"
 import { traced } from "./Traced.ts"
 
 export interface ImagesInput {
@@ -33,43 +30,37 @@ export class ImageGateway extends Context.Service<
   static readonly layer = Layer.effect(
     ImageGateway,
     Effect.gen(function* () {
-      const registry = yield* PluginRegistry
-      const ledger = yield* Ledger
-      const deployments = yield* Deployments
+      const held = yield* heldCallServices
       const tokens = yield* TokenCounter
 
       const images = Effect.fnUntraced(function* (input: ImagesInput) {
         const called = input.operation === "edit" ? "POST /v1/images/edits" : "POST /v1/images/generations"
-        return yield* runHeldCall(
-          { registry, ledger, deployments },
-          input,
-          { kind: "images", called },
-          ({ plugin, model }) =>
-            Effect.succeed({
-              amount: plugin.pricing.estimate(
-                {
-                  operation: input.operation,
-                  request: input.request,
-                  promptTokens: tokens.count(input.request.prompt)
-                },
-                model
-              ),
-              call: (signal: AbortSignal, deployment: PluginModel) => {
-                const call = {
-                  model: deployment,
-                  operation: input.operation,
-                  request: input.request,
-                  requestId: input.requestId,
-                  signal
-                }
-                return input.operation === "edit" ? plugin.edit(call) : plugin.generate(call)
+        return yield* runHeldCall(held, input, { kind: "images", called }, ({ plugin, model }) =>
+          Effect.succeed({
+            amount: plugin.pricing.estimate(
+              {
+                operation: input.operation,
+                request: input.request,
+                promptTokens: tokens.count(input.request.prompt)
               },
-              bill: (reply: ImagesReply) =>
-                Effect.succeed({
-                  cost: plugin.pricing.price(reply.usage, model),
-                  usage: { ...reply.usage, images: reply.images.length, operation: input.operation }
-                })
-            })
+              model
+            ),
+            call: (signal: AbortSignal, deployment: PluginModel) => {
+              const call = {
+                model: deployment,
+                operation: input.operation,
+                request: input.request,
+                requestId: input.requestId,
+                signal
+              }
+              return input.operation === "edit" ? plugin.edit(call) : plugin.generate(call)
+            },
+            bill: (reply: ImagesReply) =>
+              Effect.succeed({
+                cost: plugin.pricing.price(reply.usage, model),
+                usage: { ...reply.usage, images: reply.images.length, operation: input.operation }
+              })
+          })
         )
       }, traced("ImageGateway.images"))
 
