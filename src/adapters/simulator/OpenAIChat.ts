@@ -3,7 +3,7 @@ import { splitByTokens } from "../tokenizer/Tokenizer.ts"
 import { tallyOpenAIChat } from "../tokenizer/ChatTally.ts"
 import type { AsyncReply } from "./audio/AudioReply.ts"
 import { openAIError } from "./ErrorEnvelopes.ts"
-import { invalid, modelNotFound } from "./OpenAIReplies.ts"
+import { invalid, modelNotFound, notJson } from "./OpenAIReplies.ts"
 import { arrayField, contentText, field, isRecord, numberField, stringField } from "./Json.ts"
 import { type CacheKnobs, promptCache } from "./PromptCache.ts"
 import { withPromptTokens } from "./PromptTokens.ts"
@@ -59,12 +59,7 @@ export const checkOpenAIAuth = (request: SimRequest, context: SimContext): SimRe
 export const refuseOpenAIRequest = (request: SimRequest, context: SimContext): SimReply | undefined => {
   const unauthorized = checkOpenAIAuth(request, context)
   if (unauthorized !== undefined) return unauthorized
-  if (request.bodyInvalid || !isRecord(request.body)) {
-    return invalid(
-      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
-    )
-  }
-  return undefined
+  return request.bodyInvalid || !isRecord(request.body) ? notJson() : undefined
 }
 
 export const chatCompletions = (

@@ -8,9 +8,9 @@
  * like the real API.
  */
 import { countText } from "../../tokenizer/Tokenizer.ts"
-import { invalid, modelNotFound } from "../OpenAIReplies.ts"
-import { field, isRecord, stringField } from "../Json.ts"
-import { checkOpenAIAuth } from "../OpenAIChat.ts"
+import { invalid, servedModel } from "../OpenAIReplies.ts"
+import { field } from "../Json.ts"
+import { refuseOpenAIRequest } from "../OpenAIChat.ts"
 import { json, type SimContext, type SimReply, type SimRequest } from "../SimResponse.ts"
 import { type EmbeddingInput, embeddingVector, toBase64Floats } from "./EmbeddingVectors.ts"
 
@@ -52,19 +52,11 @@ const tokensOf = (input: EmbeddingInput): number => (input._tag === "Text" ? cou
 
 /** `POST /v1/embeddings`. */
 export const createEmbeddings = (request: SimRequest, context: SimContext): SimReply => {
-  const unauthorized = checkOpenAIAuth(request, context)
-  if (unauthorized !== undefined) return unauthorized
-  if (request.bodyInvalid || !isRecord(request.body)) {
-    return invalid(
-      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
-    )
-  }
+  const refused = refuseOpenAIRequest(request, context)
+  if (refused !== undefined) return refused
   const body = request.body
-  const model = stringField(body, "model")
-  if (model === undefined) return invalid("you must provide a model parameter")
-  if (context.models !== undefined && !context.models.includes(model)) {
-    return modelNotFound(model)
-  }
+  const model = servedModel(body, context.models)
+  if (typeof model !== "string") return model
   const rawInput = field(body, "input")
   if (rawInput === undefined || rawInput === null) {
     return invalid("Missing required parameter: 'input'.", "input", "missing_required_parameter")

@@ -5,9 +5,9 @@
  * `instructions` is accepted and ignored; `stream_format: "sse"` is not simulated (400).
  */
 import { Readable } from "node:stream"
-import { invalid, modelNotFound, requiredText } from "../OpenAIReplies.ts"
-import { field, isRecord, stringField } from "../Json.ts"
-import { checkOpenAIAuth } from "../OpenAIChat.ts"
+import { invalid, invalidValue, requiredText, servedModel } from "../OpenAIReplies.ts"
+import { field, stringField } from "../Json.ts"
+import { refuseOpenAIRequest } from "../OpenAIChat.ts"
 import type { SimContext, SimReply, SimRequest } from "../SimResponse.ts"
 import { type AudioReply, asyncReply, streamReply } from "./AudioReply.ts"
 import type { AudioTools } from "./AudioTools.ts"
@@ -46,30 +46,13 @@ const ENCODED: Readonly<Record<string, Encoded>> = {
 }
 const FORMATS = ["mp3", "opus", "aac", "flac", "wav", "pcm"]
 
-const invalidValue = (param: string, value: unknown, supported: ReadonlyArray<string>): SimReply =>
-  invalid(
-    `Invalid value: '${String(value)}'. Supported values are: ${supported
-      .map((s, i) => (i === supported.length - 1 ? `and '${s}'` : `'${s}'`))
-      .join(", ")}.`,
-    param,
-    "invalid_value"
-  )
-
 /** `POST /v1/audio/speech`. */
 export const createSpeech = (request: SimRequest, context: SimContext, tools: AudioTools): SimReply | AudioReply => {
-  const unauthorized = checkOpenAIAuth(request, context)
-  if (unauthorized !== undefined) return unauthorized
-  if (request.bodyInvalid || !isRecord(request.body)) {
-    return invalid(
-      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
-    )
-  }
+  const refused = refuseOpenAIRequest(request, context)
+  if (refused !== undefined) return refused
   const body = request.body
-  const model = stringField(body, "model")
-  if (model === undefined) return invalid("you must provide a model parameter")
-  if (context.models !== undefined && !context.models.includes(model)) {
-    return modelNotFound(model)
-  }
+  const model = servedModel(body, context.models)
+  if (typeof model !== "string") return model
   const input = requiredText(body, "input", MAX_INPUT_CHARS)
   if (typeof input !== "string") return input
   const rawVoice = field(body, "voice")

@@ -1,8 +1,8 @@
 import { countText, IMAGE_TOKENS } from "../../tokenizer/Tokenizer.ts"
 import { openAIError } from "../ErrorEnvelopes.ts"
-import { invalid, modelNotFound, requiredText } from "../OpenAIReplies.ts"
+import { invalid, invalidValue, modelNotFound, requiredText } from "../OpenAIReplies.ts"
 import { field, isRecord, type JsonRecord, stringField } from "../Json.ts"
-import { checkOpenAIAuth } from "../OpenAIChat.ts"
+import { checkOpenAIAuth, refuseOpenAIRequest } from "../OpenAIChat.ts"
 import { header, json, type SimContext, type SimReply } from "../SimResponse.ts"
 import { drawJpeg, drawPng, type ImageSize, readImageSize } from "./ImageFiles.ts"
 import { readMarkers, stripMarkers } from "./ImageMarkers.ts"
@@ -21,15 +21,6 @@ const TABLE_SIZES = ["1024x1024", "1024x1536", "1536x1024"]
 const EDIT_INPUT_TYPES = ["image/png", "image/jpeg", "image/webp"]
 
 export const MODERATION_MESSAGE = "Your request was rejected as a result of our safety system."
-
-const invalidValue = (param: string, value: unknown, supported: ReadonlyArray<string>): SimReply =>
-  invalid(
-    `Invalid value: '${String(value)}'. Supported values are: ${supported
-      .map((s, i) => (i === supported.length - 1 ? `and '${s}'` : `'${s}'`))
-      .join(", ")}.`,
-    param,
-    "invalid_value"
-  )
 
 /** Multipart fields arrive as strings (`n=2`); JSON may carry numbers. */
 const numberParam = (value: unknown): number | undefined => {
@@ -185,14 +176,9 @@ const respond = (
 
 /** `POST /v1/images/generations`. */
 export const imagesGenerations = (request: RawSimRequest, context: SimContext): SimReply => {
-  const unauthorized = checkOpenAIAuth(request, context)
-  if (unauthorized !== undefined) return unauthorized
-  if (request.bodyInvalid || !isRecord(request.body)) {
-    return invalid(
-      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
-    )
-  }
-  const options = readOptions(request.body, context)
+  const refused = refuseOpenAIRequest(request, context)
+  if (refused !== undefined) return refused
+  const options = readOptions(request.body as Readonly<Record<string, unknown>>, context)
   if (isReply(options)) return options
   const size = options.size === "auto" ? { width: 1024, height: 1024 } : options.size
   return respond(context, options, size, [])

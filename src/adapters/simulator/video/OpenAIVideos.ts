@@ -6,7 +6,7 @@
  */
 import { MultipartParser } from "effect/http"
 import { openAIError } from "../ErrorEnvelopes.ts"
-import { invalid, modelNotFound, requiredText } from "../OpenAIReplies.ts"
+import { invalid, modelNotFound, notJson, requiredText } from "../OpenAIReplies.ts"
 import type { RawSimRequest } from "../images/EditInputs.ts"
 import { field, isRecord, type JsonRecord } from "../Json.ts"
 import { checkOpenAIAuth } from "../OpenAIChat.ts"
@@ -182,9 +182,7 @@ export const createVideo = (request: RawSimRequest, context: SimContext, jobs: V
   const params = multipart
     ? readMultipart(request)
     : request.bodyInvalid || !isRecord(request.body)
-      ? invalid(
-          "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
-        )
+      ? notJson()
       : request.body
   if (isReply(params)) return params
   const options = readOptions(params, context)
