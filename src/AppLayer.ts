@@ -283,6 +283,15 @@ const makeServer = () => {
   const server = createServer()
   server.keepAliveTimeout = KEEP_ALIVE_MILLIS
   server.headersTimeout = KEEP_ALIVE_MILLIS + 1_000
+  // Edge around node:http: `close` ends the connections idle at that moment only; one whose response finishes during
+  // the shutdown grace would then stay open for the keep-alive time and hold the shutdown to the end of the grace.
+  const close = server.close.bind(server)
+  server.close = (callback) => {
+    const sweep = setInterval(() => server.closeIdleConnections(), 100)
+    sweep.unref()
+    server.once("close", () => clearInterval(sweep))
+    return close(callback)
+  }
   return server
 }
 
