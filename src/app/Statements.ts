@@ -13,6 +13,7 @@ import { Context, type Effect, Stream } from "effect"
 import { parseInstant } from "../domain/Instants.ts"
 import type { Micros } from "../domain/Money.ts"
 import { amountOf, applyBalanceMove, balanceMoveOf } from "../domain/ledger/BalanceMove.ts"
+import type { AccountFigures } from "../domain/ledger/LedgerState.ts"
 import type { LedgerEvent } from "../domain/ledger/LedgerEvent.ts"
 import type { LedgerRejected } from "./LedgerErrors.ts"
 import type { StoreUnavailable } from "./StoreErrors.ts"
@@ -53,13 +54,7 @@ export interface HoldInfo {
 }
 
 /** The bounded fold: balances and the holds that have an event still to come. */
-export interface StatementState {
-  readonly exists: boolean
-  readonly name: string
-  readonly createdAt: string | null
-  readonly deposited: Micros
-  readonly captured: Micros
-  readonly held: Micros
+export interface StatementState extends AccountFigures {
   readonly holds: ReadonlyMap<string, HoldInfo>
 }
 

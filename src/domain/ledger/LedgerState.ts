@@ -28,14 +28,18 @@ export interface KeySpend {
   readonly held: Micros
 }
 
-export interface AccountState {
-  readonly accountId: string
+/** What every fold of an account's stream keeps: whether it was opened, its name, and its three running figures. */
+export interface AccountFigures {
   readonly exists: boolean
   readonly name: string
   readonly createdAt: string | null
   readonly deposited: Micros
   readonly captured: Micros
   readonly held: Micros
+}
+
+export interface AccountState extends AccountFigures {
+  readonly accountId: string
   /** Holds known to this state: all of them on replay, the ones a batch touches in the writer. */
   readonly holds: ReadonlyMap<string, HoldState>
   /** Spend per key known to this state (same partial-loading rule as holds). */
