@@ -69,7 +69,7 @@ export class EndpointGateway extends Context.Service<
           return yield* new InvalidChatRequest({ param: null, message: "the request body must be a JSON object" })
         }
         // A kind whose plugin declares a default model takes a body without one (the key's list still applies).
-        const fallback = registry.endpoints.find((endpoint) => endpoint.kind === input.kind)?.defaultModel
+        const fallback = services.registry.endpoints.find((endpoint) => endpoint.kind === input.kind)?.defaultModel
         const body =
           input.body.model === undefined && fallback !== undefined ? { ...input.body, model: fallback } : input.body
         if (typeof body.model !== "string" || body.model === "") {

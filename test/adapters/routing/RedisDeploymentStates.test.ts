@@ -5,9 +5,8 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Logger, Redacted } from "effect"
-import type { UpstreamConfig } from "@tollgate/plugin-spec"
 import * as RedisDeploymentStates from "../../../src/adapters/routing/RedisDeploymentStates.ts"
-import type { ModelConfig } from "../../../src/app/config/OperatorConfigData.ts"
+import type { ModelConfig, UpstreamConfig } from "../../../src/app/config/OperatorConfigData.ts"
 import type { ModelPricing } from "../../../src/app/config/ModelPricing.ts"
 import { DeploymentStates } from "../../../src/app/ports/DeploymentStates.ts"
 import { Deployments } from "../../../src/app/routing/Deployments.ts"

@@ -5,10 +5,9 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
-import type { UpstreamConfig } from "@tollgate/plugin-spec"
 import * as Database from "../../../src/adapters/store/Database.ts"
 import type { ModelPricing } from "../../../src/app/config/ModelPricing.ts"
-import type { ModelConfig } from "../../../src/app/config/OperatorConfigData.ts"
+import type { ModelConfig, UpstreamConfig } from "../../../src/app/config/OperatorConfigData.ts"
 import { Deployments } from "../../../src/app/routing/Deployments.ts"
 import { pluginFailure } from "../../../src/plugins/ModelPlugin.ts"
 import { routingLayer } from "../../support/Routing.ts"
