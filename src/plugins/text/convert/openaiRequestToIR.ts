@@ -14,6 +14,7 @@ import type {
   UserPart
 } from "./ChatIR.ts"
 import { checkToolPairing, convertError, optionalFlag, toolDefinition } from "./ChatIR.ts"
+import { contentParts, textPart } from "./contentParts.ts"
 import { imageSourceFromUrl } from "./dataUrl.ts"
 import { unpackToolId } from "./thinkingSignature.ts"
 import {
@@ -47,23 +48,15 @@ export const textOf = (content: unknown, param: string): Converted<ReadonlyArray
   return Result.succeed(parts)
 }
 
-const userPartsOf = (content: unknown, param: string): Converted<ReadonlyArray<UserPart>> => {
-  if (typeof content === "string") return Result.succeed([{ type: "text", text: content }])
-  if (!Array.isArray(content)) return convertError(param, "content must be a string or an array of parts")
-  const parts: Array<UserPart> = []
-  for (let j = 0; j < content.length; j++) {
-    const part = asRecord(content[j])
-    const at = `${param}.${j}`
+const userPartsOf = (content: unknown, param: string): Converted<ReadonlyArray<UserPart>> =>
+  contentParts(content, param, (part, at): Converted<UserPart> => {
     switch (part.type) {
       case "text":
-        if (typeof part.text !== "string") return convertError(`${at}.text`, "text must be a string")
-        parts.push({ type: "text", text: part.text })
-        break
+        return textPart(part, at)
       case "image_url": {
         const url = asString(asRecord(part.image_url).url)
         if (url === undefined) return convertError(`${at}.image_url.url`, "image_url.url must be a string")
-        parts.push({ type: "image", source: imageSourceFromUrl(url) })
-        break
+        return Result.succeed({ type: "image", source: imageSourceFromUrl(url) })
       }
       case "input_audio":
         return convertError(at, "input_audio is not supported by the selected upstream")
@@ -72,9 +65,7 @@ const userPartsOf = (content: unknown, param: string): Converted<ReadonlyArray<U
       default:
         return convertError(`${at}.type`, `unsupported content part type '${label(part.type)}'`)
     }
-  }
-  return Result.succeed(parts)
-}
+  })
 
 const toolCallsOf = (raw: unknown, param: string): Converted<ReadonlyArray<ToolCallPart>> => {
   const calls: Array<ToolCallPart> = []

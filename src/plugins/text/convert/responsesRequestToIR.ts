@@ -34,47 +34,40 @@ import { readResponsesEncrypted, unpackToolId } from "./thinkingSignature.ts"
 
 import { formatOf, type Hosted, NATIVE, type Problem, toolChoiceOf, toolsOf } from "./responsesSettings.ts"
 import { type ToolNames, toolNamesOf } from "./toolNamespaces.ts"
+import { contentParts, textPart } from "./contentParts.ts"
 
 /** A message's content as user parts; `input_file` and unknown parts are noted in `nativeOnly`. */
-const userParts = (content: unknown, param: string, nativeOnly: Array<Problem>): Converted<ReadonlyArray<UserPart>> => {
-  if (typeof content === "string") return Result.succeed([{ type: "text", text: content }])
-  if (!Array.isArray(content)) return convertError(param, "content must be a string or an array of parts")
-  const parts: Array<UserPart> = []
-  for (let j = 0; j < content.length; j++) {
-    const part = asRecord(content[j])
-    const at = `${param}.${j}`
+const userParts = (content: unknown, param: string, nativeOnly: Array<Problem>): Converted<ReadonlyArray<UserPart>> =>
+  contentParts(content, param, (part, at): Converted<UserPart | undefined> => {
     switch (part.type) {
       case "input_text":
       case "output_text":
-        if (typeof part.text !== "string") return convertError(`${at}.text`, "text must be a string")
-        parts.push({ type: "text", text: part.text })
-        break
+        return textPart(part, at)
       case "refusal":
-        if (typeof part.refusal !== "string") return convertError(`${at}.refusal`, "refusal must be a string")
-        parts.push({ type: "text", text: part.refusal })
-        break
+        return textPart(part, at, "refusal")
       case "input_image": {
         const url = asString(part.image_url)
-        if (url === undefined) {
-          if (typeof part.file_id === "string") nativeOnly.push({ param: at, message: `an image by file_id ${NATIVE}` })
-          else return convertError(`${at}.image_url`, "image_url must be a string (a URL or a data URL)")
-        } else parts.push({ type: "image", source: imageSourceFromUrl(url) })
-        break
+        if (url !== undefined) return Result.succeed({ type: "image", source: imageSourceFromUrl(url) })
+        if (typeof part.file_id !== "string") {
+          return convertError(`${at}.image_url`, "image_url must be a string (a URL or a data URL)")
+        }
+        nativeOnly.push({ param: at, message: `an image by file_id ${NATIVE}` })
+        return Result.succeed(undefined)
       }
       case "input_file": {
         const data = asString(part.file_data)
         const source = data === undefined ? undefined : imageSourceFromUrl(data)
         // An image sent as a file is still an image; any other document needs OpenAI's own file handling.
-        if (source?.kind === "base64" && source.mediaType.startsWith("image/")) parts.push({ type: "image", source })
-        else nativeOnly.push({ param: at, message: `an input_file part ${NATIVE}` })
-        break
+        if (source?.kind === "base64" && source.mediaType.startsWith("image/")) {
+          return Result.succeed({ type: "image", source })
+        }
+        nativeOnly.push({ param: at, message: `an input_file part ${NATIVE}` })
+        return Result.succeed(undefined)
       }
       default:
         return convertError(`${at}.type`, `unsupported content part type '${label(part.type)}'`)
     }
-  }
-  return Result.succeed(parts)
-}
+  })
 
 const textParts = (content: unknown, param: string): Converted<ReadonlyArray<TextPart>> => {
   const none: Array<Problem> = []
