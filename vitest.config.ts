@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config"
 
 /**
  * Files whose checks are about time or the whole machine (a health answer within 100 ms beside a 30 MB prompt,
- * `kill -9` of a child gateway and its restart, a database restart, CPU per request, the coding agents' CLIs): they
+ * `kill -9` of a child gateway and its restart, a database restart, a drain within its grace, CPU per request, the coding agents' CLIs): they
  * run last, one at a time, with the machine to themselves. Everything else runs two files at a time — on a 2-core
  * machine vitest's default is one (cores − 1), which left the second core to Postgres alone and CI at 26 minutes.
  */
@@ -11,6 +11,7 @@ const alone = [
   "test/faults/ProcessKill.test.ts",
   "test/faults/ResponsesKill.test.ts",
   "test/faults/PostgresRestart.test.ts",
+  "test/faults/StartStop.test.ts",
   "test/bench/**/*.test.ts",
   "test/agents/**/*.test.ts"
 ]
