@@ -2,9 +2,10 @@ import { defineConfig } from "vitest/config"
 
 /**
  * Files whose checks are about time or the whole machine (a health answer within 100 ms beside a 30 MB prompt,
- * `kill -9` of a child gateway and its restart, a database restart, a drain within its grace, CPU per request, the coding agents' CLIs): they
- * run last, one at a time, with the machine to themselves. Everything else runs two files at a time — on a 2-core
- * machine vitest's default is one (cores − 1), which left the second core to Postgres alone and CI at 26 minutes.
+ * `kill -9` of a child gateway and its restart, a database restart, a drain within its grace, CPU per request, the
+ * coding agents' CLIs): they run last, one at a time, with the machine to themselves. Everything else runs two files
+ * at a time — on a 2-core machine vitest's default is one (cores − 1), which left the second core to Postgres alone
+ * and CI at 26 minutes (22 with this split, 2026-11-28).
  */
 const alone = [
   "test/http/chat/LargePrompt.test.ts",
