@@ -17,6 +17,7 @@ import type { ResponseStore } from "./ports/ResponseStore.ts"
 import type { TokenCounter } from "./ports/TokenCounter.ts"
 import { readyBatches } from "./ReadyBatches.ts"
 import type { SseFrame } from "../plugins/ModelPlugin.ts"
+import type { Usage } from "../plugins/text/convert/ChatIR.ts"
 import type { StreamTransducer } from "../plugins/text/convert/StreamTransducer.ts"
 import { CurrentTelemetry, type RequestTelemetry } from "./RequestTelemetry.ts"
 
@@ -42,18 +43,11 @@ export const deliverStream = (
     yield* hold.committed.pipe(Effect.tapError(() => Effect.sync(() => abort.abort())))
     const relay = new FrameRelay(plan, input, reply.dialect, created)
     const { transducer } = relay
-    const bill = () =>
-      billOf(
-        transducer,
-        plan.inputTokens,
-        (usage) => plan.plugin.pricing.price(usage, plan.model),
-        services.tokens.count
-      )
+    const price = (usage: Usage) => plan.plugin.pricing.price(usage, plan.model)
+    const bill = () => billOf(transducer, plan.inputTokens, price, services.tokens.count)
     // A long stream records what it delivered with its hold's lease: a crash then bills that, not nothing. Not a
     // stored one: it is billed only once stored (its bill is committed with it), so a crash before costs nothing.
     if (input.stored === undefined) {
-      const price = (usage: Parameters<typeof plan.plugin.pricing.price>[0]) =>
-        plan.plugin.pricing.price(usage, plan.model)
       services.ledger.reportProgress(
         hold.holdId,
         progressOf(transducer, plan.inputTokens, price, services.tokens.count)
