@@ -22,7 +22,7 @@ import {
   startGateway,
   untilNothingHeld
 } from "../support/ChildGateway.ts"
-import { Outage } from "../support/Outage.ts"
+import { type Outage, outageBefore } from "../support/Outage.ts"
 import { freePort } from "../support/Ports.ts"
 import { createPostgresDatabase, runPostgres } from "../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
@@ -104,13 +104,9 @@ describe.skipIf(baseUrl === undefined || baseUrl === "")("settlements through a 
     // Streams of 150 tokens, a few per event, 40 ms apart: a second or two each.
     sim = await startSimulator({ faults: { chunkDelayMs: 40 }, replyTokens: 150 })
     database = await createPostgresDatabase(baseUrl as string)
-    const url = new URL(database.url)
-    outage = new Outage({ host: url.hostname, port: Number(url.port || 5432) }, await freePort())
-    await outage.up()
-    const through = new URL(database.url)
-    through.hostname = "127.0.0.1"
-    through.port = String(outage.port)
-    proxied = through.toString()
+    const behind = await outageBefore(database.url, await freePort())
+    outage = behind.outage
+    proxied = behind.url
     dir = mkdtempSync(join(tmpdir(), "tollgate-settlement-pg-"))
     writeFileSync(join(dir, "tollgate.yaml"), config(sim, 2))
   }, 60_000)

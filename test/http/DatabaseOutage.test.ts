@@ -6,7 +6,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Redacted } from "effect"
 import { randomUUID } from "node:crypto"
-import { Outage } from "../support/Outage.ts"
+import { type Outage, outageBefore } from "../support/Outage.ts"
 import { runPostgres } from "../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
 
@@ -18,18 +18,12 @@ describe.skipIf(baseUrl === undefined)("database outage (real Postgres)", () => 
   let outage: Outage
 
   beforeAll(async () => {
-    const url = new URL(baseUrl as string)
     await runPostgres(baseUrl as string, `CREATE DATABASE ${database}`)
-    outage = new Outage(
-      { host: url.hostname, port: Number(url.port || 5432) },
-      20_000 + Math.floor(Math.random() * 20_000)
-    )
-    await outage.up()
-    const proxied = new URL(url.toString())
-    proxied.hostname = "127.0.0.1"
-    proxied.port = String(outage.port)
-    proxied.pathname = `/${database}`
-    gateway = await startTestGateway({ database: { kind: "postgres", url: Redacted.make(proxied.toString()) } })
+    const direct = new URL(baseUrl as string)
+    direct.pathname = `/${database}`
+    const proxied = await outageBefore(direct.toString(), 20_000 + Math.floor(Math.random() * 20_000))
+    outage = proxied.outage
+    gateway = await startTestGateway({ database: { kind: "postgres", url: Redacted.make(proxied.url) } })
   }, 60_000)
 
   afterAll(async () => {

@@ -33,3 +33,17 @@ export class Outage {
     return new Promise((resolve) => (server === undefined ? resolve() : server.close(() => resolve())))
   }
 }
+
+/** An outage proxy on `port`, serving, in front of the database at `databaseUrl`; and that database's URL through it. */
+export const outageBefore = async (
+  databaseUrl: string,
+  port: number
+): Promise<{ readonly outage: Outage; readonly url: string }> => {
+  const target = new URL(databaseUrl)
+  const outage = new Outage({ host: target.hostname, port: Number(target.port || 5432) }, port)
+  await outage.up()
+  const through = new URL(databaseUrl)
+  through.hostname = "127.0.0.1"
+  through.port = String(port)
+  return { outage, url: through.toString() }
+}

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
-import { Outage } from "../../support/Outage.ts"
+import { type Outage, outageBefore } from "../../support/Outage.ts"
 import { runPostgres } from "../../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { settledLedger } from "../chat/Billing.ts"
@@ -39,17 +39,11 @@ describe.skipIf(baseUrl === undefined)("stored responses through a database cut 
   let dir: string
 
   beforeAll(async () => {
-    const url = new URL(baseUrl as string)
     await runPostgres(baseUrl as string, `CREATE DATABASE ${database}`)
-    outage = new Outage(
-      { host: url.hostname, port: Number(url.port || 5432) },
-      20_000 + Math.floor(Math.random() * 20_000)
-    )
-    await outage.up()
-    const proxied = new URL(url.toString())
-    proxied.hostname = "127.0.0.1"
-    proxied.port = String(outage.port)
-    proxied.pathname = `/${database}`
+    const direct = new URL(baseUrl as string)
+    direct.pathname = `/${database}`
+    const proxied = await outageBefore(direct.toString(), 20_000 + Math.floor(Math.random() * 20_000))
+    outage = proxied.outage
     // Streams of 30 events 100 ms apart (3 s); answers that take 2.5 s to start.
     slow = await startSimulator({ faults: { chunkDelayMs: 100 }, replyTokens: 30 })
     thinking = await startSimulator({ faults: { latencyMs: 2_500 } })
@@ -68,7 +62,7 @@ models:
     )
     gateway = await startTestGateway({
       configPath,
-      database: { kind: "postgres", url: Redacted.make(proxied.toString()) },
+      database: { kind: "postgres", url: Redacted.make(proxied.url) },
       responses: { leaseMillis: 2_000, renewMillis: 300, pollMillis: 200 }
     })
     admin = makeAdmin(gateway)
