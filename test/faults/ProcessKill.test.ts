@@ -15,7 +15,7 @@ import { type RunningSimulator, startSimulator } from "../../src/adapters/simula
 import { countText } from "../../src/adapters/tokenizer/Tokenizer.ts"
 import { createPostgresDatabase, runPostgres } from "../support/TestDatabase.ts"
 import {
-  ADMIN_TOKEN,
+  childEnv,
   admin,
   assertEachHoldResolvedOnce,
   type Gateway,
@@ -63,13 +63,7 @@ video: { pollIntervalMs: 200, deadlineMinutes: 30, retentionDays: 7 }
 `
     )
     port = await freePort()
-    env = {
-      DATABASE_URL: database.url,
-      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
-      TOLLGATE_CONFIG: configPath,
-      TOLLGATE_DATA_DIR: join(dir, "data"),
-      TOLLGATE_CONTENT_DIR: join(dir, "content")
-    }
+    env = childEnv(database.url, configPath, dir)
   }, 60_000)
 
   afterAll(async () => {

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type RunningSimulator, startSimulator } from "../../src/adapters/simulator/SimulatorServer.ts"
 import {
-  ADMIN_TOKEN,
+  childEnv,
   admin,
   assertEachHoldResolvedOnce,
   type Gateway,
@@ -57,13 +57,7 @@ ledger: { holdTtlSeconds: 2 }
 `
     )
     port = await freePort()
-    env = {
-      DATABASE_URL: database.url,
-      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
-      TOLLGATE_CONFIG: configPath,
-      TOLLGATE_DATA_DIR: join(dir, "data"),
-      TOLLGATE_CONTENT_DIR: join(dir, "content")
-    }
+    env = childEnv(database.url, configPath, dir)
   }, 60_000)
 
   afterAll(async () => {

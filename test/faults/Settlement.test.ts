@@ -13,6 +13,7 @@ import { join } from "node:path"
 import { JOURNAL_FILE } from "../../src/adapters/journal/FileSettlementJournal.ts"
 import { type RunningSimulator, startSimulator } from "../../src/adapters/simulator/SimulatorServer.ts"
 import {
+  childEnv,
   ADMIN_TOKEN,
   admin,
   killHard,
@@ -160,13 +161,7 @@ describe.skipIf(baseUrl === undefined || baseUrl === "")("settlements through a 
 
   it("a process killed before the database came back leaves its settlements to the next one", async () => {
     const port = await freePort()
-    const env = {
-      DATABASE_URL: proxied,
-      TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
-      TOLLGATE_CONFIG: join(dir, "tollgate.yaml"),
-      TOLLGATE_DATA_DIR: join(dir, "data"),
-      TOLLGATE_CONTENT_DIR: join(dir, "content")
-    }
+    const env = childEnv(proxied, join(dir, "tollgate.yaml"), dir)
     let gateway = await startGateway(env, port)
     const { accountId, key } = await fundedKey(gateway, ADMIN_TOKEN)
     const responses = await Promise.all(Array.from({ length: 4 }, () => chat(gateway.url, key, true)))

@@ -5,6 +5,7 @@
  */
 import { assert } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
+import { join } from "node:path"
 
 export const ADMIN_TOKEN = "tga_kill_test_0123456789abcdef0123456789abcdef"
 
@@ -15,6 +16,15 @@ export interface Gateway {
   readonly child: ChildProcess
   readonly output: () => string
 }
+
+/** What a child gateway is started with: its database, this file's admin token, its config, data and content under `dir`. */
+export const childEnv = (databaseUrl: string, configPath: string, dir: string): Record<string, string> => ({
+  DATABASE_URL: databaseUrl,
+  TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN,
+  TOLLGATE_CONFIG: configPath,
+  TOLLGATE_DATA_DIR: join(dir, "data"),
+  TOLLGATE_CONTENT_DIR: join(dir, "content")
+})
 
 export const startGateway = async (env: Record<string, string>, port: number): Promise<Gateway> => {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
