@@ -25,6 +25,8 @@ export default defineConfig({
     pool: "forks",
     // Every file: no API key or admin token in any log line or error response (test/support/SecretWatch.ts).
     setupFiles: ["test/support/SecretWatch.ts"],
+    // One migrated PGlite data dir that every in-memory test database starts from (test/support/PgliteTemplate.ts).
+    globalSetup: ["test/support/pgliteTemplate.global.ts"],
     reporters: ["default"],
     projects: [
       {

@@ -3,6 +3,7 @@
  * finishes fails at its deadline with a full refund, and stored content is deleted after the retention period with
  * the expiry recorded. The loop is off; each round is `pollDue` by hand.
  */
+import { memoryPglite } from "../support/PgliteTemplate.ts"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Clock, Context, Effect, Fiber, Layer, Redacted } from "effect"
 import { TestClock } from "effect/testing"
@@ -44,7 +45,7 @@ afterAll(async () => {
 
 const services = (contentDir = join(dir, `content-${randomUUID()}`), config = configPath) =>
   servicesLayer({
-    database: { kind: "pglite", dataDir: undefined },
+    database: memoryPglite(),
     adminToken: Redacted.make("tga_test_unused"),
     maxBodyBytes: 1024 * 1024,
     configPath: config,

@@ -2,6 +2,7 @@
  * Failed-authentication throttling over HTTP, and how keys are kept. Loopback is a whole /8 on Linux, so clients
  * bind distinct source addresses (127.0.0.2, 127.0.0.3, …) to act as different hosts against one gateway.
  */
+import { memoryPglite } from "../support/PgliteTemplate.ts"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -162,7 +163,7 @@ describe("stored keys", () => {
     }).pipe(
       Effect.provide(
         servicesLayer({
-          database: { kind: "pglite", dataDir: undefined },
+          database: memoryPglite(),
           adminToken: Redacted.make("unused"),
           maxBodyBytes: 1024,
           contentDir: tmpdir()

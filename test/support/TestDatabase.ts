@@ -11,6 +11,7 @@ import { SqlClient } from "effect/sql"
 import { execFileSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import * as Database from "../../src/adapters/store/Database.ts"
+import { memoryPglite } from "./PgliteTemplate.ts"
 
 export interface StoreTarget {
   readonly name: "pglite" | "postgres"
@@ -58,7 +59,7 @@ export const freshPostgres = (baseUrl: string) =>
 
 export const pgliteTarget: StoreTarget = {
   name: "pglite",
-  layer: Database.layer({ kind: "pglite", dataDir: undefined })
+  layer: Layer.suspend(() => Database.layer(memoryPglite()))
 }
 
 const postgresTarget = (): StoreTarget => {

@@ -15,6 +15,7 @@ import type { VideoWorkerOptions } from "../../src/app/VideoTasks.ts"
 import type { BackgroundOptions } from "../../src/app/responses/BackgroundWorker.ts"
 import type { AuthThrottleOptions } from "../../src/http/AuthThrottle.ts"
 import type { TracingOptions } from "../../src/adapters/telemetry/Tracing.ts"
+import { memoryPglite } from "./PgliteTemplate.ts"
 
 export interface TestGateway {
   readonly url: string
@@ -52,7 +53,7 @@ export const startTestGateway = async (
   const ownContentDir = options.contentDir === undefined ? mkdtempSync(join(tmpdir(), "tollgate-content-")) : undefined
   const contentDir = options.contentDir ?? (ownContentDir as string)
   const services = servicesLayer({
-    database: options.database ?? { kind: "pglite", dataDir: undefined },
+    database: options.database ?? memoryPglite(),
     adminToken: Redacted.make(adminToken),
     maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
     ...(options.ledger ? { ledger: options.ledger } : {}),

@@ -3,6 +3,7 @@
  * disabled in this instance's own state (it takes no more traffic here), and the log says that only this instance
  * knows, rather than claiming a disable every instance honours.
  */
+import { memoryPglite } from "../../support/PgliteTemplate.ts"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Logger, Redacted } from "effect"
 import * as RedisDeploymentStates from "../../../src/adapters/routing/RedisDeploymentStates.ts"
@@ -43,7 +44,7 @@ const recording = Logger.layer([Logger.make((options) => logged.push(String(opti
 const services = Layer.mergeAll(
   routingLayer({ upstreams: new Map([[upstream.name, upstream]]), models: [model] }, unreachable),
   unreachable
-).pipe(Layer.provideMerge(Database.layer({ kind: "pglite", dataDir: undefined })), Layer.provideMerge(recording))
+).pipe(Layer.provideMerge(Database.layer(memoryPglite())), Layer.provideMerge(recording))
 
 layer(services, { timeout: "60 seconds" })("deployment states with Redis unreachable", (it) => {
   it.effect("a disable is kept in the instance's own state, reported as local", () =>

@@ -3,6 +3,7 @@
  * own words: the reason, the code and the vendor's HTTP status. The vendor's error text stays out of it: it can carry
  * the vendor's account and request ids, or part of a key it refused.
  */
+import { memoryPglite } from "../../support/PgliteTemplate.ts"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import * as Database from "../../../src/adapters/store/Database.ts"
@@ -33,7 +34,7 @@ const model: ModelConfig = {
 const VENDOR_TEXT = "org-Secret123 exceeded quota on project proj_abc (request req_987)"
 
 const services = routingLayer({ upstreams: new Map([[upstream.name, upstream]]), models: [model] }).pipe(
-  Layer.provideMerge(Database.layer({ kind: "pglite", dataDir: undefined }))
+  Layer.provideMerge(Database.layer(memoryPglite()))
 )
 
 layer(services, { timeout: "60 seconds" })("a deployment's lastError", (it) => {

@@ -3,6 +3,7 @@
  * in-process (no listening server) so the whole gateway, HTTP included, reads the `TestClock`; the worker loop is off
  * and each round is `pollDue` by hand.
  */
+import { memoryPglite } from "../../support/PgliteTemplate.ts"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -34,7 +35,7 @@ const ADMIN = `tga_test_${randomUUID().replaceAll("-", "")}`
 
 const services = () =>
   servicesLayer({
-    database: { kind: "pglite", dataDir: undefined },
+    database: memoryPglite(),
     adminToken: Redacted.make(ADMIN),
     maxBodyBytes: 1024 * 1024,
     configPath,
