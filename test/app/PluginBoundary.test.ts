@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import type { ChatCall, ChatPlugin, EndpointPlugin, PluginModel, TokenCounter } from "@tollgate/plugin-spec"
+import type { ChatCall, ChatPlugin, EndpointPlugin, PluginFailure, PluginModel, TokenCounter } from "@tollgate/plugin-spec"
 import { Effect, Exit, Redacted } from "effect"
 import { atBoundary, inboundFailure } from "../../src/app/PluginBoundary.ts"
 import type { UpstreamConfig } from "../../src/app/config/OperatorConfigData.ts"
@@ -159,7 +159,7 @@ describe("PluginBoundary", () => {
       assert.strictEqual(failure.detail, `the plugin said: vendor: ${vendorSaid}; the body`)
     }
     // A refusal made before any vendor was asked (no vendor status) is the plugin's to word: what the client must fix.
-    const own = {
+    const own: PluginFailure = {
       _tag: "PluginFailure",
       reason: "invalid_request",
       message: "Acme models take no tools",
