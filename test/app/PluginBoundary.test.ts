@@ -1,5 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import type { ChatCall, ChatPlugin, EndpointPlugin, PluginFailure, PluginModel, TokenCounter } from "@tollgate/plugin-spec"
+import type {
+  ChatCall,
+  ChatPlugin,
+  EndpointPlugin,
+  PluginFailure,
+  PluginModel,
+  TokenCounter
+} from "@tollgate/plugin-spec"
 import { Effect, Exit, Redacted } from "effect"
 import { atBoundary, inboundFailure } from "../../src/app/PluginBoundary.ts"
 import type { UpstreamConfig } from "../../src/app/config/OperatorConfigData.ts"

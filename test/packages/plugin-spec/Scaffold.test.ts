@@ -126,7 +126,7 @@ describe("the plugin scaffold", () => {
   it("refuses a built-in kind it cannot scaffold yet, saying so", () => {
     const result = run(
       process.execPath,
-      [join(work, "spec/package/scaffold/init.mjs"), "init", "chat", join(work, "x")],
+      [join(work, "spec/package/scaffold/init.mjs"), "init", "images", join(work, "x")],
       work
     )
     assert.strictEqual(result.status, 2)
