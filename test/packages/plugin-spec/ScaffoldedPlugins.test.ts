@@ -24,6 +24,7 @@ import {
 import { tmpdir } from "node:os"
 import { dirname, join, relative, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
+import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import { countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
 import { makeAdmin } from "../../http/chat/ChatHarness.ts"
@@ -294,6 +295,28 @@ describe("scaffolded plugins, outside the repository, on their own effect", () =
     assert.strictEqual(completion.choices[0]?.finish_reason, "length")
     assert.strictEqual(completion.model, "acme-1")
     await assertBilled(response.headers.get("x-request-id"), perMillion(7, INPUT) + perMillion(2, OUTPUT), before)
+  })
+
+  it("serve an Anthropic client too, the plugin's OpenAI-dialect events converted, billed the same", async () => {
+    const before = await available()
+    const anthropic = new Anthropic({ apiKey, baseURL: gateway.url, maxRetries: 0 })
+    const { data: stream, response } = await anthropic.messages
+      .create({
+        model: "acme-1",
+        max_tokens: 50,
+        messages: [{ role: "user", content: "the sea is wide" }],
+        stream: true
+      })
+      .withResponse()
+    let text = ""
+    let outputTokens = 0
+    for await (const event of stream) {
+      if (event.type === "content_block_delta" && event.delta.type === "text_delta") text += event.delta.text
+      if (event.type === "message_delta") outputTokens = event.usage.output_tokens
+    }
+    assert.strictEqual(text, "the sea is wide")
+    assert.strictEqual(outputTokens, 4)
+    await assertBilled(response.headers.get("x-request-id"), perMillion(4, INPUT) + perMillion(4, OUTPUT), before)
   })
 
   it("refund the hold when the vendor fails, whole or streamed, and never show the vendor's words", async () => {
