@@ -216,6 +216,7 @@ upstreams:
 models:
   - { id: acme-1, plugin: acme-chat, upstreams: [acme], pricing: { input: "2", output: "6" } }
   - { id: acme-broken, plugin: acme-chat, upstreamModel: broken, upstreams: [acme], pricing: { input: "2", output: "6" } }
+  - { id: acme-cut, plugin: acme-chat, upstreamModel: cut, upstreams: [acme], pricing: { input: "2", output: "6" } }
   - { id: acme-refuse, plugin: acme-chat, upstreamModel: refuse, upstreams: [acme], pricing: { input: "2", output: "6" } }
   - { id: moderation-1, plugin: moderation, upstreams: [moderation-vendor], pricing: { input: "20" } }
 plugins: ["./tollgate-plugin-chat/index.ts", "./tollgate-plugin-moderation/index.ts"]
@@ -331,6 +332,36 @@ describe("scaffolded plugins, outside the repository, on their own effect", () =
       assert.notInclude(JSON.stringify(error.error), "shard 7")
       await assertRefunded(error.headers?.get("x-request-id"), before)
     }
+  })
+
+  it("end a stream the vendor cuts with the gateway's words, billing only what was delivered", async () => {
+    const before = await available()
+    const { data: stream, response } = await openai()
+      .chat.completions.create({
+        model: "acme-cut",
+        messages: [{ role: "user", content: "one two three" }],
+        max_tokens: 50,
+        stream: true
+      })
+      .withResponse()
+    let text = ""
+    const error = await (async () => {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
+    })().then(
+      () => assert.fail("the stream ended without an error"),
+      (error: unknown) => error as Error
+    )
+    assert.strictEqual(text, "one two three", "what the vendor sent before it failed reached the client")
+    assert.include(error.message, "the upstream stream failed before it finished")
+    assert.notInclude(error.message, "lost the GPU")
+    const entries = await ledgerOf(response.headers.get("x-request-id"))
+    assert.deepStrictEqual(
+      entries.map((entry) => entry.type),
+      ["HoldPlaced", "UsageRecalculated", "RefundIssued"]
+    )
+    const cost = BigInt(Math.round(Number(entries[1]?.data.cost) * 1e6))
+    assert.isTrue(cost > 0n, "the delivered text is billed")
+    assert.strictEqual(await available(), before - cost)
   })
 
   it("answer the vendor's refusal of the request in the gateway's words, with a stable code, and refund it", async () => {
