@@ -85,7 +85,12 @@ async function* linesOf(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<AcmeL
   const decoder = new TextDecoder()
   let buffer = ""
   const parse = (text: string): AcmeLine => {
-    const line = JSON.parse(text) as AcmeLine
+    let line: AcmeLine
+    try {
+      line = JSON.parse(text) as AcmeLine
+    } catch {
+      throw failure("unavailable", "the vendor sent a malformed answer", text.slice(0, 500))
+    }
     // The vendor's words go to the logs (`detail`), never to the client.
     if (line.type === "error") throw failure("unavailable", "the vendor failed mid-answer", line.message)
     return line
