@@ -42,7 +42,7 @@ export interface ChatFixtures {
   readonly tokens?: TokenCounter | undefined
   /** How long one call may take (default 10 s). */
   readonly timeoutMs?: number | undefined
-  /** Prompts to price (default: any string up to 2,000 characters). */
+  /** Prompts to price (default: any string up to 200 characters: a price depends on the input count, drawn apart). */
   readonly prompts?: fc.Arbitrary<string> | undefined
   /**
    * Usages the hold for an input covers. Default: prompt tokens up to the input count (split among input, cache reads
@@ -115,8 +115,8 @@ export const chatContractChecks = (plugin: ChatPlugin, fixtures: ChatFixtures): 
 
   const inputs = fc
     .record({
-      prompt: fixtures.prompts ?? fc.string({ maxLength: 2_000 }),
-      system: fc.option(fc.string({ maxLength: 200 }), { nil: undefined }),
+      prompt: fixtures.prompts ?? fc.string({ maxLength: 200 }),
+      system: fc.option(fc.string({ maxLength: 50 }), { nil: undefined }),
       maxTokens: fc.option(fc.integer({ min: 1, max: 200_000 }), { nil: undefined }),
       stream: fc.boolean(),
       inputTokens: fc.nat({ max: 2_000_000 })
