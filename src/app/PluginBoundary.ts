@@ -161,8 +161,8 @@ const logged = (plugin: ModelPlugin) => (failure: PluginFailure) =>
 
 /** The methods that answer with an effect, per kind (a new kind's is `invoke`). */
 const EFFECT_METHODS = ["invoke", "generate", "edit", "create", "poll", "download", "embed", "transcribe", "speak"]
-/** Optional pure methods that may be handed a model. */
-const PURE_METHODS = ["check", "countInput"]
+/** Optional pure methods that may be handed a model (a chat plugin's `check`, `notes` and `countInput`). */
+const PURE_METHODS = ["check", "notes", "countInput"]
 
 type AnyFunction = (...args: ReadonlyArray<unknown>) => unknown
 

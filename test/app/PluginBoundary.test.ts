@@ -100,6 +100,34 @@ describe("PluginBoundary", () => {
       })
   )
 
+  it("hands a chat plugin's pure check and notes its model without any key", () => {
+    const seen: Array<PluginModel> = []
+    const chat = {
+      specificationVersion: "v1",
+      id: "chatty",
+      family: "chatty",
+      kind: "chat",
+      pricingKeys: { allowed: ["perCall"], required: ["perCall"] },
+      pricing: { estimate: () => 1n, price: () => 1n },
+      invoke: () => Effect.die("unused"),
+      check: (_client: unknown, _request: unknown, given: PluginModel) => {
+        seen.push(given)
+        return undefined
+      },
+      notes: (_client: unknown, _request: unknown, given: PluginModel) => {
+        seen.push(given)
+        return ["noted"]
+      }
+    } as unknown as ChatPlugin
+    const wrapped = atBoundary(chat) as ChatPlugin
+    const client = { dialect: "openai" as const, body: {} }
+    const request = { messages: [] } as unknown as ChatCall["request"]
+    assert.isUndefined(wrapped.check?.(client, request, model))
+    assert.deepStrictEqual(wrapped.notes?.(client, request, model), ["noted"])
+    assert.strictEqual(seen.length, 2)
+    for (const given of seen) assert.notProperty(given.upstreams[0] as unknown as Record<string, unknown>, "apiKey")
+  })
+
   it("gives a loaded plugin's pricing the gateway's token counter", () => {
     const counted: Array<unknown> = []
     const plugin = {
