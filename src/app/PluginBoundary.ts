@@ -5,10 +5,14 @@
  *   so no `Redacted` of the gateway's `effect` ever reaches code that would need its own copy to read it;
  * - its failures are recognised by their shape (`_tag: "PluginFailure"`, a known reason) and copied into plain values,
  *   never by class; anything else it fails with becomes `unavailable` (its text kept for logs only);
+ * - the client reads the gateway's words: a failure about the vendor (it carries the vendor's status, or its reason
+ *   is not about the request) gets the gateway's message for its reason, and what the plugin said goes to `detail`,
+ *   logged, never sent. Only the plugin's own refusal of a request (no vendor status) keeps its message;
  * - a method that throws instead of returning an effect is a defect of that call, not of the gateway.
  * The gateway's own plugins are not wrapped: they share its `effect` and read keys through its upstream client.
  */
 import type {
+  FailureReason,
   ModelPlugin,
   PluginFailure,
   PluginModel,
@@ -84,9 +88,33 @@ export const isPluginFailureShape = (value: unknown): value is PluginFailure =>
   (FAILURE_REASONS as ReadonlyArray<string>).includes(value.reason) &&
   typeof value.message === "string"
 
+/** What the client reads for a failure about the vendor, by reason. */
+const GATEWAY_WORDS: Readonly<Record<FailureReason, string>> = {
+  invalid_request: "the upstream rejected the request",
+  rate_limited: "the upstream is rate limiting; retry later",
+  overloaded: "the upstream is overloaded; retry later",
+  unavailable: "the upstream failed",
+  timeout: "the upstream did not answer in time",
+  not_found: "the upstream does not know the object asked for",
+  cancelled: "the request was cancelled",
+  misconfigured: "the gateway cannot serve this model as configured"
+}
+
+/** Reasons about the request itself: a plugin refusing one before asking its vendor says why in its own words. */
+const OWN_WORDS: ReadonlySet<FailureReason> = new Set(["invalid_request", "not_found"])
+
+/** The message a client reads: the plugin's own refusal as it said it, anything about the vendor in the gateway's words. */
+const clientMessage = (failure: PluginFailure): string => {
+  const status = failure.upstreamStatus
+  if (status === undefined && OWN_WORDS.has(failure.reason)) return failure.message
+  const withStatus = status !== undefined && (failure.reason === "invalid_request" || failure.reason === "unavailable")
+  return withStatus ? `${GATEWAY_WORDS[failure.reason]} (HTTP ${status})` : GATEWAY_WORDS[failure.reason]
+}
+
 /**
- * A plugin's failure as a plain `PluginFailure` of known fields. Anything else a plugin fails with breaks the
- * contract: the client is told the upstream call failed, and what the plugin said goes to `detail` (logs only).
+ * A plugin's failure as a plain `PluginFailure` of known fields, its message the client's (`clientMessage`; what the
+ * plugin said, when replaced, leads `detail`). Anything else a plugin fails with breaks the contract: the client is
+ * told the upstream call failed, and what the plugin said goes to `detail` (logs only).
  */
 export const inboundFailure = (error: unknown): PluginFailure => {
   if (!isPluginFailureShape(error)) {
@@ -106,18 +134,35 @@ export const inboundFailure = (error: unknown): PluginFailure => {
     upstreamStatus: optionalNumber(error.upstreamStatus),
     detail: optionalString(error.detail)
   }
-  return {
+  const plain: PluginFailure = {
     _tag: "PluginFailure",
     reason: error.reason,
     message: error.message,
     ...Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined))
   }
+  const message = clientMessage(plain)
+  if (message === plain.message) return plain
+  const said = `the plugin said: ${plain.message.slice(0, 500)}`
+  return { ...plain, message, detail: plain.detail === undefined ? said : `${said}; ${plain.detail}` }
 }
+
+/** A failure whose vendor text was kept from the client goes to the logs (the upstream client already took its key out). */
+const logged = (plugin: ModelPlugin) => (failure: PluginFailure) =>
+  failure.detail === undefined || failure.reason === "cancelled"
+    ? Effect.void
+    : Effect.logWarning("a plugin's call failed").pipe(
+        Effect.annotateLogs({
+          plugin: plugin.id,
+          reason: failure.reason,
+          ...(failure.upstreamStatus === undefined ? {} : { upstreamStatus: failure.upstreamStatus }),
+          detail: failure.detail.slice(0, 2_000)
+        })
+      )
 
 /** The methods that answer with an effect, per kind (a new kind's is `invoke`). */
 const EFFECT_METHODS = ["invoke", "generate", "edit", "create", "poll", "download", "embed", "transcribe", "speak"]
-/** Optional pure methods that may be handed a model. */
-const PURE_METHODS = ["check", "countInput"]
+/** Optional pure methods that may be handed a model (a chat plugin's `check`, `notes` and `countInput`). */
+const PURE_METHODS = ["check", "notes", "countInput"]
 
 type AnyFunction = (...args: ReadonlyArray<unknown>) => unknown
 
@@ -148,7 +193,8 @@ export const atBoundary = (plugin: ModelPlugin, capabilities: Capabilities = {})
     if (method === undefined) continue
     wrapped[name] = (...args: ReadonlyArray<unknown>) =>
       Effect.suspend(() => method.apply(plugin, args.map(toPlugin)) as Effect.Effect<unknown, unknown>).pipe(
-        Effect.mapError(inboundFailure)
+        Effect.mapError(inboundFailure),
+        Effect.tapError(logged(plugin))
       )
   }
   for (const name of PURE_METHODS) {

@@ -3,7 +3,8 @@
  * calls its vendor with. Same pools, timeouts, interruption and key redaction as the built-in families. The plugin
  * names an upstream of its model; the request goes to the gateway's own copy of that upstream (its base URL and its
  * key), so a plugin never holds a credential and cannot send one elsewhere. Upstream errors arrive as failure reasons
- * in the gateway's own words (`failureFromUpstream`): the vendor's body is kept in `detail`, for logs only.
+ * in the gateway's own words (`failureFromUpstream`), a refusal of the request included (`forPlugin`): the vendor's
+ * body is kept in `detail`, for logs only.
  */
 import { Effect } from "effect"
 import type { UpstreamClient } from "../adapters/upstream/UpstreamClient.ts"
@@ -18,10 +19,22 @@ import {
 } from "./ModelPlugin.ts"
 import { failureFromUpstream } from "./text/TextPlugin.ts"
 
+/**
+ * An upstream error as a plugin from the operator config reads it. The built-in families keep the vendor's message of
+ * a refused request (what a client of the vendor's own protocol must fix); a plugin's vendor speaks a protocol the
+ * client never sent, so even that stays in `detail` and the client reads the status alone.
+ */
+const forPlugin = (error: UpstreamError): PluginFailure => {
+  const failure = failureFromUpstream(error)
+  return failure.reason === "invalid_request" && failure.upstreamStatus !== undefined
+    ? { ...failure, message: `the upstream rejected the request (HTTP ${failure.upstreamStatus})` }
+    : failure
+}
+
 /** Why a streamed read failed, as a plugin reads it: a PluginFailure, never the gateway's error class. */
 const streamFailure = (error: unknown): PluginFailure =>
   error instanceof UpstreamError
-    ? failureFromUpstream(error)
+    ? forPlugin(error)
     : pluginFailure("unavailable", "the upstream's response was cut", { detail: String(error) })
 
 /**
@@ -51,7 +64,7 @@ export const makeUpstreamHttp = (
   upstreams: ReadonlyMap<string, UpstreamTarget>
 ): UpstreamHttp => {
   const mapError = <A>(effect: Effect.Effect<A, UpstreamError>): Effect.Effect<A, PluginFailure> =>
-    Effect.mapError(effect, failureFromUpstream)
+    Effect.mapError(effect, forPlugin)
   return {
     request: (request: UpstreamHttpRequest) => {
       const upstream = upstreams.get(request.upstream.name)

@@ -1,5 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import type { ChatCall, ChatPlugin, EndpointPlugin, PluginModel, TokenCounter } from "@tollgate/plugin-spec"
+import type {
+  ChatCall,
+  ChatPlugin,
+  EndpointPlugin,
+  PluginFailure,
+  PluginModel,
+  TokenCounter
+} from "@tollgate/plugin-spec"
 import { Effect, Exit, Redacted } from "effect"
 import { atBoundary, inboundFailure } from "../../src/app/PluginBoundary.ts"
 import type { UpstreamConfig } from "../../src/app/config/OperatorConfigData.ts"
@@ -93,6 +100,34 @@ describe("PluginBoundary", () => {
       })
   )
 
+  it("hands a chat plugin's pure check and notes its model without any key", () => {
+    const seen: Array<PluginModel> = []
+    const chat = {
+      specificationVersion: "v1",
+      id: "chatty",
+      family: "chatty",
+      kind: "chat",
+      pricingKeys: { allowed: ["perCall"], required: ["perCall"] },
+      pricing: { estimate: () => 1n, price: () => 1n },
+      invoke: () => Effect.die("unused"),
+      check: (_client: unknown, _request: unknown, given: PluginModel) => {
+        seen.push(given)
+        return undefined
+      },
+      notes: (_client: unknown, _request: unknown, given: PluginModel) => {
+        seen.push(given)
+        return ["noted"]
+      }
+    } as unknown as ChatPlugin
+    const wrapped = atBoundary(chat) as ChatPlugin
+    const client = { dialect: "openai" as const, body: {} }
+    const request = { messages: [] } as unknown as ChatCall["request"]
+    assert.isUndefined(wrapped.check?.(client, request, model))
+    assert.deepStrictEqual(wrapped.notes?.(client, request, model), ["noted"])
+    assert.strictEqual(seen.length, 2)
+    for (const given of seen) assert.notProperty(given.upstreams[0] as unknown as Record<string, unknown>, "apiKey")
+  })
+
   it("gives a loaded plugin's pricing the gateway's token counter", () => {
     const counted: Array<unknown> = []
     const plugin = {
@@ -124,10 +159,49 @@ describe("PluginBoundary", () => {
       const exit = yield* Effect.exit(plugin.invoke({ ...call, http: { request: () => Effect.die("unused") } }))
       assert.deepStrictEqual(
         exit,
-        Exit.fail({ _tag: "PluginFailure", reason: "rate_limited", message: "slow down", retryAfterSeconds: 3 })
+        Exit.fail({
+          _tag: "PluginFailure",
+          reason: "rate_limited",
+          message: "the upstream is rate limiting; retry later",
+          retryAfterSeconds: 3,
+          detail: "the plugin said: slow down"
+        })
       )
     })
   )
+
+  it("gives the client the gateway's words for anything about the vendor, the plugin's for its own refusal", () => {
+    const vendorSaid = "acme shard 7 is on fire"
+    for (const [reason, upstreamStatus, message] of [
+      ["invalid_request", 400, "the upstream rejected the request (HTTP 400)"],
+      ["not_found", 404, "the upstream does not know the object asked for"],
+      ["unavailable", 500, "the upstream failed (HTTP 500)"],
+      ["unavailable", undefined, "the upstream failed"],
+      ["overloaded", 529, "the upstream is overloaded; retry later"],
+      ["timeout", undefined, "the upstream did not answer in time"],
+      ["misconfigured", undefined, "the gateway cannot serve this model as configured"]
+    ] as const) {
+      const failure = inboundFailure({
+        _tag: "PluginFailure",
+        reason,
+        message: `vendor: ${vendorSaid}`,
+        code: "acme_code",
+        ...(upstreamStatus === undefined ? {} : { upstreamStatus }),
+        detail: "the body"
+      })
+      assert.strictEqual(failure.message, message)
+      assert.strictEqual(failure.code, "acme_code", "a stable code the plugin chose is kept")
+      assert.strictEqual(failure.detail, `the plugin said: vendor: ${vendorSaid}; the body`)
+    }
+    // A refusal made before any vendor was asked (no vendor status) is the plugin's to word: what the client must fix.
+    const own: PluginFailure = {
+      _tag: "PluginFailure",
+      reason: "invalid_request",
+      message: "Acme models take no tools",
+      param: "tools"
+    }
+    assert.deepStrictEqual(inboundFailure(own), own)
+  })
 
   it("turns anything else a plugin fails with into `unavailable`, its text in `detail` only", () => {
     const failure = inboundFailure(new Error("vendor said: internal error"))

@@ -3,7 +3,7 @@
  * streamed body (NDJSON here) is read as it arrives, a stalled one failing with a PluginFailure under the idle timeout.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { UpstreamClient } from "../../src/adapters/upstream/UpstreamClient.ts"
@@ -22,6 +22,11 @@ beforeAll(async () => {
   server = createServer((request, response) => {
     seenKeys.push(request.headers.authorization)
     seen.push({ url: request.url, headers: { ...request.headers } })
+    if (request.url?.endsWith("/refuse")) {
+      response.writeHead(400, { "content-type": "application/json" })
+      response.end('{"error":{"message":"acme internal rule 7 (vendor-key) forbids this"}}')
+      return
+    }
     response.writeHead(200, { "content-type": "application/x-ndjson" })
     if (request.url?.endsWith("/stall")) {
       response.write('{"delta":"first"}\n')
@@ -137,6 +142,29 @@ describe("the plugins' HTTP capability", () => {
     assert.isUndefined(byQuery?.headers.authorization)
   })
 
+  it("words a vendor's refusal of the request in the gateway's terms, its body (key taken out) in detail only", async () => {
+    const http = makeUpstreamHttp(client, new Map([[upstream.name, upstream]]))
+    const exit = await Effect.runPromise(
+      Effect.exit(
+        http.request({
+          upstream: pluginUpstream(upstream),
+          method: "POST",
+          path: "/refuse",
+          body: "{}",
+          signal: new AbortController().signal
+        })
+      )
+    )
+    assert.isTrue(Exit.isFailure(exit))
+    const failure = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
+    const value = failure !== undefined && Option.isSome(failure) ? failure.value : undefined
+    assert.strictEqual(value?.reason, "invalid_request")
+    assert.strictEqual(value?.message, "the upstream rejected the request (HTTP 400)")
+    assert.strictEqual(value?.upstreamStatus, 400)
+    assert.include(value?.detail ?? "", "internal rule 7")
+    assert.notInclude(value?.detail ?? "", "vendor-key")
+  })
+
   it("refuses an upstream the operator config does not declare", async () => {
     const http = makeUpstreamHttp(client, new Map())
     const exit = await Effect.runPromise(
@@ -150,6 +178,6 @@ describe("the plugins' HTTP capability", () => {
       )
     )
     assert.isTrue(Exit.isFailure(exit))
-    assert.strictEqual(seenKeys.length, 4, "nothing was sent")
+    assert.strictEqual(seenKeys.length, 5, "nothing was sent")
   })
 })

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // `npx @tollgate/plugin-spec init <kind> [folder]`: writes a plugin of a new kind (its own endpoint, POST /v1/<kind>s),
 // priced per input token with the gateway's token counter, calling a fake vendor (vendor.ts) through the gateway's
-// HTTP capability; its contract test, a tsconfig, and the operator config snippet that loads it. `npm install` and
-// `npm test` there pass as generated. Chat plugins are not scaffolded yet: see the spec's README for their contract.
+// HTTP capability; its contract test, a tsconfig, and the operator config snippet that loads it. `init chat` writes a
+// chat plugin instead (templates/chat): a made-up vendor with its own auth header and an NDJSON stream. `npm install`
+// and `npm test` there pass as generated. The other built-in kinds are not scaffolded.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -15,8 +16,8 @@ if (command !== "init" || kind === undefined) {
   console.error(usage)
   process.exit(2)
 }
-if (kind === "chat" || ["images", "videos", "embeddings", "transcription", "speech"].includes(kind)) {
-  console.error(`init: scaffolds a new kind with its own endpoint; '${kind}' is a built-in kind, not scaffolded yet`)
+if (["images", "videos", "embeddings", "transcription", "speech"].includes(kind)) {
+  console.error(`init: scaffolds a new kind with its own endpoint, or a chat plugin; '${kind}' is a built-in kind, not scaffolded yet`)
   process.exit(2)
 }
 if (!/^[a-z][a-z0-9-]{0,39}$/.test(kind)) {
@@ -40,7 +41,11 @@ const values = {
 const fill = (text) => text.replace(/__([A-Z_]+)__/g, (whole, name) => values[name] ?? whole)
 
 mkdirSync(folder, { recursive: true })
-for (const name of ["package.json", "tsconfig.json", "index.ts", "vendor.ts", "contract.test.ts", "tollgate.yaml", "README.md", ".gitignore"]) {
-  writeFileSync(join(folder, name), fill(readFileSync(join(templates, name === ".gitignore" ? "gitignore" : name), "utf8")))
+// A chat plugin's own files replace the new kind's; the package files are shared.
+const own = kind === "chat" ? join(templates, "chat") : templates
+const shared = ["package.json", "tsconfig.json", ".gitignore"]
+for (const name of [...shared, "index.ts", "vendor.ts", "contract.test.ts", "tollgate.yaml", "README.md"]) {
+  const source = join(shared.includes(name) ? templates : own, name === ".gitignore" ? "gitignore" : name)
+  writeFileSync(join(folder, name), fill(readFileSync(source, "utf8")))
 }
 console.log(`wrote ${folder}: cd there, npm install, npm test`)

@@ -128,7 +128,11 @@ export type FailureReason =
 export interface PluginFailure {
   readonly _tag: "PluginFailure"
   readonly reason: FailureReason
-  /** Shown to the client: never a key, never the vendor's raw body. */
+  /**
+   * For the client only when the plugin itself refuses the request (`invalid_request` or `not_found` without
+   * `upstreamStatus`, before asking its vendor): say what the client must change. Any other failure reaches the client
+   * in the gateway's words for its reason, this message going to the logs; never a key, never the vendor's body.
+   */
   readonly message: string
   /** A machine-readable code the client may see (`moderation_blocked`, `unsupported_mime_type`, …). */
   readonly code?: string | undefined

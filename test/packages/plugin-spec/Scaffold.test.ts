@@ -74,6 +74,16 @@ describe("the plugin scaffold", () => {
     ok(run(process.execPath, [tsc, "-p", join(folder, "tsconfig.json")], folder), "tsc")
   })
 
+  it("writes a chat plugin (init chat) that type-checks the same way", () => {
+    // Inside the moderation plugin's folder, so it resolves the same installed packages (its suite and the gateway
+    // loading it are ScaffoldedPlugins.test.ts's).
+    const chat = join(folder, "chat")
+    ok(run(process.execPath, [join(work, "spec/package/scaffold/init.mjs"), "init", "chat", chat], work), "init chat")
+    assert.includeMembers(readdirSync(chat), ["index.ts", "vendor.ts", "contract.test.ts", "tollgate.yaml"])
+    const tsc = join(dirname(createRequire(join(ROOT, "package.json")).resolve("typescript/package.json")), "bin/tsc")
+    ok(run(process.execPath, [tsc, "-p", join(chat, "tsconfig.json")], chat), "tsc (chat)")
+  })
+
   it("passes the spec's contract checks against its fake vendor", async () => {
     const load = (path: string) => import(pathToFileURL(join(folder, path)).href)
     const { endpointContractChecks, fetchUpstreamHttp } = await load(
@@ -126,7 +136,7 @@ describe("the plugin scaffold", () => {
   it("refuses a built-in kind it cannot scaffold yet, saying so", () => {
     const result = run(
       process.execPath,
-      [join(work, "spec/package/scaffold/init.mjs"), "init", "chat", join(work, "x")],
+      [join(work, "spec/package/scaffold/init.mjs"), "init", "images", join(work, "x")],
       work
     )
     assert.strictEqual(result.status, 2)

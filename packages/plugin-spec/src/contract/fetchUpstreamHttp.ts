@@ -1,13 +1,15 @@
 /**
  * The plugin spec's `UpstreamHttp` over the global `fetch`, for running a plugin in its contract suite against a
  * local simulator: the gateway's own implementation adds pooling and its timeouts, with the same failure reasons.
- * Like the gateway, it adds the key itself: `keys` maps an upstream's `name` to its key (plain strings, test keys).
+ * Like the gateway, it adds the key itself: `keys` maps an upstream's `name` to its key (plain strings, test keys), sent
+ * as the upstream's `auth` says (a bearer token, a named header or a query parameter; by default as the gateway sends a
+ * built-in protocol's: Anthropic's `x-api-key`, Gemini's `x-goog-api-key`, a bearer token otherwise).
  */
 import { Effect } from "effect"
-import type { FailureReason, PluginFailure, SseFrame, UpstreamHttp } from "../common.ts"
+import type { FailureReason, PluginFailure, SseFrame, UpstreamAuth, UpstreamConfig, UpstreamHttp } from "../common.ts"
 
 export interface FetchUpstreamHttpOptions {
-  /** The key of each upstream by its `name`, sent as `authorization: Bearer <key>`. */
+  /** The key of each upstream by its `name`, sent as the upstream's `auth` says. */
   readonly keys?: Readonly<Record<string, string>> | undefined
 }
 
@@ -91,10 +93,39 @@ async function* eventsOf(chunks: AsyncIterableIterator<Uint8Array>): AsyncIterab
   if (last !== undefined) yield last
 }
 
+const authOf = (upstream: UpstreamConfig): UpstreamAuth =>
+  upstream.auth ??
+  (upstream.protocol === "anthropic"
+    ? { scheme: "header", name: "x-api-key" }
+    : upstream.protocol === "gemini"
+      ? { scheme: "header", name: "x-goog-api-key" }
+      : { scheme: "bearer" })
+
+/** The URL and the headers that carry `key` (none without one). */
+const authenticated = (
+  upstream: UpstreamConfig,
+  path: string,
+  key: string | undefined
+): { readonly url: string; readonly headers: Readonly<Record<string, string>> } => {
+  const url = `${upstream.baseUrl}${path}`
+  if (key === undefined) return { url, headers: {} }
+  const auth = authOf(upstream)
+  switch (auth.scheme) {
+    case "bearer":
+      return { url, headers: { authorization: `Bearer ${key}` } }
+    case "header":
+      return { url, headers: { [auth.name.toLowerCase()]: key } }
+    case "query":
+      return { url: `${url}${url.includes("?") ? "&" : "?"}${encodeURIComponent(auth.name)}=${encodeURIComponent(key)}`, headers: {} }
+  }
+}
+
 export const fetchUpstreamHttp = (options: FetchUpstreamHttpOptions = {}): UpstreamHttp => ({
   request: (request) => {
     const key = options.keys?.[request.upstream.name]
-    const url = `${request.upstream.baseUrl}${request.path}`
+    const { url, headers: authHeaders } = authenticated(request.upstream, request.path, key)
+    // The key is in the URL for a query scheme: never in what a failure says.
+    const shown = `${request.upstream.baseUrl}${request.path}`
     return Effect.tryPromise({
       try: () =>
         fetch(url, {
@@ -102,7 +133,7 @@ export const fetchUpstreamHttp = (options: FetchUpstreamHttpOptions = {}): Upstr
           headers: {
             "content-type": "application/json",
             ...request.headers,
-            ...(key === undefined ? {} : { authorization: `Bearer ${key}` })
+            ...authHeaders
           },
           ...(request.body === undefined
             ? {}
@@ -112,7 +143,7 @@ export const fetchUpstreamHttp = (options: FetchUpstreamHttpOptions = {}): Upstr
       catch: (error) =>
         request.signal.aborted
           ? failure("cancelled", "the request was cancelled")
-          : failure("unavailable", `the upstream could not be reached (${request.method} ${url})`, {
+          : failure("unavailable", `the upstream could not be reached (${request.method} ${shown})`, {
               detail: describeError(error)
             })
     }).pipe(

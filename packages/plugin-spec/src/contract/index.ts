@@ -15,7 +15,20 @@ export {
 export { describeEndpointPluginContract, type EndpointFixtures, endpointContractChecks } from "./endpoint.ts"
 export { type FetchUpstreamHttpOptions, fetchUpstreamHttp } from "./fetchUpstreamHttp.ts"
 export {
+  type ChatCallFixture,
+  type ChatExpectation,
+  type ChatFixtures,
+  chatCallOf,
+  chatContractChecks,
+  chatRequestOf,
+  chatUsageWithin,
+  clientBodyOf,
   describeChatPluginContract,
+  type ReadReply,
+  readBody,
+  readChatReply
+} from "./chat.ts"
+export {
   describeEmbeddingsPluginContract,
   describeImagesPluginContract,
   describeSpeechPluginContract,

@@ -4,14 +4,12 @@
  */
 import { Effect } from "effect"
 import type fc from "fast-check"
-import type { ChatCall, ChatPlugin, ChatPricingInput, ChatReply } from "../chat.ts"
 import type { FailureReason, PluginFailure, PluginModel } from "../common.ts"
 import type { EmbeddingsCall, EmbeddingsPlugin } from "../embeddings.ts"
 import type { ImageUsage, ImagesCall, ImagesPlugin, ImagesPricingInput } from "../images.ts"
 import type { SpeechCall, SpeechPlugin } from "../speech.ts"
 import type { TranscriptionCall, TranscriptionPlugin, TranscriptionPricingInput } from "../transcription.ts"
 import type { VideoRequest, VideoUsage, VideosPlugin } from "../videos.ts"
-import type { Usage } from "../chatIR.ts"
 import { describeContract } from "./engine.ts"
 
 type Signal = { readonly signal: AbortSignal }
@@ -59,15 +57,6 @@ const calls = <In, U, Call extends Signal & { readonly model: PluginModel }, R>(
     run: (signal: AbortSignal) => run({ ...call, signal } as Call)
   }))
 })
-
-/** Chat: `usageOf` reads a reply's usage (the gateway reads it per dialect; an author knows their own). */
-export const describeChatPluginContract = (
-  name: string,
-  plugin: ChatPlugin,
-  fixtures: KindFixtures<ChatPricingInput, Usage, ChatCall> & {
-    readonly usageOf: (reply: ChatReply) => Effect.Effect<Usage, PluginFailure>
-  }
-) => describeContract("chat", name, plugin, calls(fixtures, plugin.invoke, fixtures.usageOf))
 
 export const describeImagesPluginContract = (
   name: string,
