@@ -240,6 +240,7 @@ describe("the declarative chat suite catches a planted bug in each check", () =>
     assert.deepStrictEqual(await failedChecks({ ...correct, kind: "chats" as "chat" }), ["shape"])
   })
 
+  // The whole suite once per planted bug, the pricing property shrinking its counterexample each time: seconds apiece.
   it("pricing: a price above the estimate, a float, an impure estimate, cache reads billed above the hold", async () => {
     const twice = {
       ...correct.pricing,
@@ -264,7 +265,7 @@ describe("the declarative chat suite catches a planted bug in each check", () =>
         correct.pricing.price(usage, m) + perMillion(10 * usage.cacheWriteTokens, m.pricing.input)
     }
     assert.deepStrictEqual(await failedChecks({ ...correct, pricing: cacheWrites }), ["pricing"])
-  })
+  }, 120_000)
 
   it("answers: usage over the hold, a stream without usage, a streamed request answered whole, a defect", async () => {
     const overReported = invokeWith((call) =>
