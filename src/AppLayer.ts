@@ -212,7 +212,6 @@ export const servicesLayer = (options: AppOptions) => {
     PgUsage.layer,
     PgOperationalStats.layer,
     PgEventStore.layer,
-    registry,
     Layer.succeed(HttpSettings, HttpSettings.of({ maxBodyBytes: options.maxBodyBytes })),
     Layer.succeed(AdminApi.AdminToken, options.adminToken),
     AudioApi.AudioSettings.layer(options.maxAudioBytes ?? AudioApi.DEFAULT_MAX_AUDIO_BYTES),
@@ -221,7 +220,11 @@ export const servicesLayer = (options: AppOptions) => {
     TokenCounterLive.layer,
     MediaProbeLive.layer,
     ChatDialectsLive.layer
-  ).pipe(Layer.provideMerge(Layer.merge(store, config)))
+  ).pipe(
+    Layer.provideMerge(store),
+    // The operator config and its plugins first: a bad file or plugin stops the start before the database opens.
+    Layer.provideMerge(registry.pipe(Layer.provideMerge(config)))
+  )
   const videos = VideoTasks.layerWith({ ...defaultVideoWorkerOptions, ...options.video }).pipe(
     Layer.provideMerge(FileContentStore.layer(options.contentDir)),
     Layer.provide(PgVideoTasks.layer)
