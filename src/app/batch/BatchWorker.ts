@@ -1,0 +1,283 @@
+/**
+ * The batch worker, on every instance: each round claims due batches under a lease and advances each one by a chunk
+ * of lines, `concurrency` lines at a time. A batch is due again at once after its chunk, so batches share the
+ * workers and a restart or a lost lease resumes from the events: lines with a result are never run again, and a line
+ * stopped between its hold and its result runs again under the same hold (its id is the line's), so it is billed
+ * once. Lines finish one commit at a time per batch (a semaphore), each with its hold's settlement or release.
+ *
+ * When no line is left the batch finalizes and writes its output and error files; a cancelled or expired batch first
+ * releases the holds of lines a stopped run left pending, then ends with the files of the lines that did finish.
+ */
+import { Clock, Duration, Effect, Queue, Semaphore } from "effect"
+import { type InputLine, readBatchInput } from "../../domain/batch/BatchInput.ts"
+import {
+  type BatchCommand,
+  type BatchEnding,
+  type BatchState,
+  batchStream,
+  decide,
+  evolve,
+  isFinished,
+  type LineResult,
+  pendingLines
+} from "../../domain/batch/BatchJob.ts"
+import { formatMicros } from "../../domain/Money.ts"
+import type { BatchStore, NewFile } from "../ports/BatchStore.ts"
+import type { StoreUnavailable } from "../StoreErrors.ts"
+import { renderOutput } from "./BatchOutput.ts"
+import { type Commit, type LineMoney, type LineServices, runLine } from "./BatchLineRun.ts"
+
+export interface BatchWorkerOptions {
+  readonly enabled: boolean
+  /** How often each instance looks for due batches (a batch submitted or cancelled here is taken at once). */
+  readonly pollMillis: number
+  /** How long a claim lasts without renewal: the longest a dead instance's batch waits for another worker. */
+  readonly leaseMillis: number
+  /** Lines of one batch in flight at once. */
+  readonly concurrency: number
+  /** Lines a batch advances by per claim, before other batches get their turn. */
+  readonly chunk: number
+  /** Batches one instance advances per round. */
+  readonly batchesPerRound: number
+}
+
+export const defaultBatchWorkerOptions: BatchWorkerOptions = {
+  enabled: true,
+  pollMillis: 1_000,
+  leaseMillis: 120_000,
+  concurrency: 4,
+  chunk: 32,
+  batchesPerRound: 2
+}
+
+export interface RoundReport {
+  readonly claimed: number
+  readonly ended: number
+}
+
+export interface WorkerContext {
+  readonly store: BatchStore["Service"]
+  readonly services: LineServices
+  readonly options: BatchWorkerOptions
+  readonly workerId: string
+  readonly kicks: Queue.Queue<void>
+}
+
+const COMMIT_ATTEMPTS = 8
+
+export const makeBatchWorker = (context: WorkerContext) =>
+  Effect.gen(function* () {
+    const { store, services, options, workerId, kicks } = context
+    const { ledger } = services
+    const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+    const inputs = new Map<string, ReadonlyArray<InputLine>>()
+
+    /** Applies `command` at the latest state, appending with `write`; reloads and retries when the stream moved. */
+    const record = (
+      batchId: string,
+      command: (at: string) => BatchCommand,
+      write: (
+        state: BatchState,
+        next: BatchState,
+        events: ReturnType<typeof accepted>
+      ) => Effect.Effect<unknown, unknown>
+    ) =>
+      Effect.gen(function* () {
+        for (let attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
+          const state = yield* store.load(batchId)
+          if (state === undefined) return undefined
+          const decision = decide(state, command(yield* nowIso))
+          if (decision._tag === "Rejected") return state
+          const events = accepted(decision)
+          const next = events.reduce<BatchState | undefined>(evolve, state) as BatchState
+          const written = yield* Effect.result(write(state, next, events))
+          if (written._tag === "Success") return next
+          const error = written.failure as { readonly _tag?: string }
+          if (error._tag !== "StreamVersionConflict") {
+            yield* Effect.logWarning("a batch commit failed; the line runs again later").pipe(
+              Effect.annotateLogs({ batchId, error: error._tag ?? "unknown" })
+            )
+            return undefined
+          }
+        }
+        return undefined
+      })
+
+    const accepted = (decision: ReturnType<typeof decide>) => (decision._tag === "Accepted" ? decision.events : [])
+
+    const plainAppend = (state: BatchState, next: BatchState, events: ReturnType<typeof accepted>) =>
+      store.append(state, events, next, [], new Date(next.updatedAt))
+
+    /** A line's result with the ledger command of its hold, in one transaction. */
+    const commitLine =
+      (batchId: string, lock: Semaphore.Semaphore): Commit =>
+      (result: LineResult, money: LineMoney) =>
+        lock.withPermits(1)(
+          Effect.asVoid(
+            record(
+              batchId,
+              (at) => ({ type: "FinishLine", result, at }),
+              (state, next, events) => {
+                const companion = {
+                  stream: batchStream(batchId),
+                  expected: state.version,
+                  events,
+                  projection: store.projection(next)
+                }
+                switch (money._tag) {
+                  case "Settle":
+                    return ledger.settleWith(state.accountId, money.holdId, money.cost, money.usage, companion)
+                  case "Release":
+                    return ledger.releaseWith(state.accountId, money.holdId, money.reason, companion)
+                  case "None":
+                    return plainAppend(state, next, events)
+                }
+              }
+            )
+          )
+        )
+
+    /** Releases the holds a stopped run left pending (their lines get a `cancelled` result), then ends the batch. */
+    const end = (state: BatchState, ending: BatchEnding, message: string | null) =>
+      Effect.gen(function* () {
+        const lock = yield* Semaphore.make(1)
+        const left = yield* store.pendingLineHolds(state.accountId, `${state.batchId}/`)
+        for (const { holdId, requestId } of left) {
+          const line = Number(requestId.slice(state.batchId.length + 1))
+          if (!Number.isInteger(line) || state.lines.has(line)) continue
+          const result: LineResult = {
+            line,
+            customId: state.customIds[line] ?? "",
+            outcome: "cancelled",
+            holdId,
+            cost: formatMicros(0n),
+            requestId,
+            response: null,
+            error: { code: `batch_${ending}`, message: `the batch was ${ending} before this request finished` }
+          }
+          const reason = ending === "cancelled" ? "cancelled" : ending === "expired" ? "expired" : "failed"
+          yield* commitLine(state.batchId, lock)(result, { _tag: "Release", holdId, reason })
+        }
+        const at = new Date(yield* nowIso)
+        yield* record(
+          state.batchId,
+          (iso) => ({ type: "End", ending, outputFileId: null, errorFileId: null, message, at: iso }),
+          (latest) => {
+            const files = renderOutput(latest)
+            const file = (suffix: string, content: string): NewFile => ({
+              id: `file-${crypto.randomUUID().replaceAll("-", "")}`,
+              accountId: latest.accountId,
+              purpose: "batch_output",
+              filename: `${latest.batchId}_${suffix}.jsonl`,
+              content,
+              at
+            })
+            const output = files.output === undefined ? undefined : file("output", files.output)
+            const errors = files.errors === undefined ? undefined : file("error", files.errors)
+            const decision = decide(latest, {
+              type: "End",
+              ending,
+              outputFileId: output?.id ?? null,
+              errorFileId: errors?.id ?? null,
+              message,
+              at: at.toISOString()
+            })
+            const events = accepted(decision)
+            const next = events.reduce<BatchState | undefined>(evolve, latest) as BatchState
+            return store.append(
+              latest,
+              events,
+              next,
+              [output, errors].flatMap((f) => (f === undefined ? [] : [f])),
+              at
+            )
+          }
+        )
+        inputs.delete(state.batchId)
+        yield* store.dropLease(state.batchId)
+        return true
+      })
+
+    /** The batch's requests, parsed once per instance; undefined when its input file was deleted. */
+    const inputOf = (state: BatchState) =>
+      Effect.gen(function* () {
+        const cached = inputs.get(state.batchId)
+        if (cached !== undefined) return cached
+        const content = yield* store.fileContent(state.accountId, state.inputFileId)
+        if (content === undefined) return undefined
+        const read = readBatchInput(content, state.endpoint)
+        if ("_tag" in read) return undefined
+        inputs.set(state.batchId, read)
+        return read
+      })
+
+    /** One claim's worth of work on a batch; true when it ended. */
+    const advance = (batchId: string): Effect.Effect<boolean, StoreUnavailable> =>
+      Effect.gen(function* () {
+        let state = yield* store.load(batchId)
+        if (state === undefined || isFinished(state.status)) {
+          yield* store.dropLease(batchId)
+          return false
+        }
+        const nowMs = yield* Clock.currentTimeMillis
+        if (nowMs >= Date.parse(state.expiresAt)) {
+          return yield* end(state, "expired", "the batch did not finish within its 24h completion window")
+        }
+        if (state.status === "cancelling") return yield* end(state, "cancelled", null)
+        if (state.status === "finalizing") return yield* end(state, "completed", null)
+        if (state.status === "validating") {
+          state = (yield* record(batchId, (at) => ({ type: "Start", at }), plainAppend)) ?? state
+        }
+        const pending = pendingLines(state)
+        if (pending.length === 0) {
+          const final = yield* record(batchId, (at) => ({ type: "Finalize", at }), plainAppend)
+          return final?.status === "finalizing" ? yield* end(final, "completed", null) : false
+        }
+        const lines = yield* inputOf(state)
+        if (lines === undefined) {
+          return yield* end(state, "failed", "the batch's input file was deleted before every line ran")
+        }
+        const lock = yield* Semaphore.make(1)
+        const current = state
+        yield* Effect.forEach(
+          pending.slice(0, options.chunk),
+          (line) =>
+            Effect.gen(function* () {
+              const until = new Date((yield* Clock.currentTimeMillis) + options.leaseMillis)
+              // Another worker took the batch over (this one stalled past its lease): leave it the line.
+              if (!(yield* store.keepLease(batchId, workerId, until))) return
+              yield* runLine(services, current, lines[line] as InputLine, commitLine(batchId, lock))
+            }),
+          { concurrency: options.concurrency, discard: true }
+        )
+        // Due again at once: the next round (here or anywhere) takes the next chunk.
+        yield* store.keepLease(batchId, workerId, new Date(yield* Clock.currentTimeMillis))
+        yield* Queue.offer(kicks, undefined)
+        return false
+      })
+
+    const runDue = Effect.gen(function* () {
+      const nowMs = yield* Clock.currentTimeMillis
+      const claimed = yield* store.claimDue(
+        workerId,
+        new Date(nowMs),
+        new Date(nowMs + options.leaseMillis),
+        options.batchesPerRound
+      )
+      const ended = yield* Effect.forEach(claimed, advance, { concurrency: "unbounded" })
+      return { claimed: claimed.length, ended: ended.filter(Boolean).length } satisfies RoundReport
+    }).pipe(Effect.withSpan("Batches.runDue"))
+
+    if (options.enabled) {
+      const round = runDue.pipe(
+        Effect.catch((error) => Effect.as(Effect.logWarning("batch worker round failed", error.message), undefined)),
+        Effect.catchDefect((defect) => Effect.logError("batch worker round crashed", defect))
+      )
+      yield* round.pipe(
+        Effect.andThen(Effect.race(Effect.sleep(Duration.millis(options.pollMillis)), Queue.take(kicks))),
+        Effect.forever,
+        Effect.forkScoped
+      )
+    }
+    return { runDue }
+  })
