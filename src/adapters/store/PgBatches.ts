@@ -145,6 +145,11 @@ export const layer = Layer.effect(
           (rows) => rows.length === 1
         ),
       dropLease: (batchId) => Effect.asVoid(orUnavailable(sql`DELETE FROM batch_leases WHERE batch_id = ${batchId}`)),
+      holdStatus: (holdId) =>
+        Effect.map(
+          orUnavailable(sql<{ status: string }>`SELECT status FROM holds WHERE hold_id = ${holdId}::uuid`),
+          (rows) => rows[0]?.status
+        ),
       pendingLineHolds: (accountId, prefix) =>
         Effect.map(
           orUnavailable(sql<{ hold_id: string; request_id: string }>`SELECT hold_id::text, request_id FROM holds

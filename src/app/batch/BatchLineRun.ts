@@ -25,6 +25,8 @@ import { batchPriced } from "./BatchPricing.ts"
 export interface LineServices extends HeldCallServices {
   readonly dialects: ChatDialects["Service"]
   readonly responses: ResponseStore["Service"]
+  /** The status of a hold, or undefined when it was never placed (BatchStore.holdStatus). */
+  readonly holdStatus: (holdId: string) => Effect.Effect<string | undefined, StoreUnavailable>
 }
 
 /** What a line's result commits with: a settlement or a release of its hold, or nothing (no hold was placed). */
@@ -108,24 +110,27 @@ export const runLine = (services: LineServices, state: BatchState, input: InputL
     }
     const plan = { ...planned.success, model: batchPriced(planned.success.model) }
     const amount = plan.plugin.pricing.estimate({ request: plan.request, inputTokens: plan.inputTokens }, plan.model)
-    const placed = yield* Effect.result(
-      services.ledger.placeHold({
-        accountId: key.accountId,
-        amount,
-        keyId: key.keyId,
-        keySpendLimit: key.spendLimit,
-        model: plan.modelId,
-        plugin: plan.plugin.id,
-        requestId,
-        holdId,
-        // The batch's worker governs it, not the sweep: a restarted run continues under the hold it placed.
-        ttlSeconds: null
-      })
-    )
-    if (placed._tag === "Failure") {
-      const error = placed.failure
-      // Placed by an earlier run of this line that stopped before its result: the line runs again under it.
-      if (!(error._tag === "LedgerRejected" && error.reason === "HoldAlreadyExists")) {
+    // Placed by an earlier run of this line that stopped before its result: the line runs again under it. (A hold
+    // already resolved has its result committed with it: nothing is left to do.)
+    const held = yield* services.holdStatus(holdId)
+    if (held !== undefined && held !== "pending") return
+    if (held === undefined) {
+      const placed = yield* Effect.result(
+        services.ledger.placeHold({
+          accountId: key.accountId,
+          amount,
+          keyId: key.keyId,
+          keySpendLimit: key.spendLimit,
+          model: plan.modelId,
+          plugin: plan.plugin.id,
+          requestId,
+          holdId,
+          // The batch's worker governs it, not the sweep: a restarted run continues under the hold it placed.
+          ttlSeconds: null
+        })
+      )
+      if (placed._tag === "Failure") {
+        const error = placed.failure
         const why = refusal(error)
         const status = error._tag === "LedgerRejected" ? why.status : 503
         return yield* commit(failed(base, null, status, { code: why.code, message: error.message }), { _tag: "None" })

@@ -201,7 +201,7 @@ export class Batches extends Context.Service<
 
         const { runDue } = yield* makeBatchWorker({
           store,
-          services: { ...held, dialects, responses },
+          services: { ...held, dialects, responses, holdStatus: store.holdStatus },
           options,
           workerId,
           kicks
