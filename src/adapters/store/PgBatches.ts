@@ -144,18 +144,7 @@ export const layer = Layer.effect(
             WHERE batch_id = ${batchId} AND owner = ${owner} RETURNING batch_id`),
           (rows) => rows.length === 1
         ),
-      dropLease: (batchId) => Effect.asVoid(orUnavailable(sql`DELETE FROM batch_leases WHERE batch_id = ${batchId}`)),
-      holdStatus: (holdId) =>
-        Effect.map(
-          orUnavailable(sql<{ status: string }>`SELECT status FROM holds WHERE hold_id = ${holdId}::uuid`),
-          (rows) => rows[0]?.status
-        ),
-      pendingLineHolds: (accountId, prefix) =>
-        Effect.map(
-          orUnavailable(sql<{ hold_id: string; request_id: string }>`SELECT hold_id::text, request_id FROM holds
-            WHERE account_id = ${accountId}::uuid AND status = 'pending' AND starts_with(request_id, ${prefix})`),
-          (rows) => rows.map((row) => ({ holdId: row.hold_id, requestId: row.request_id }))
-        )
+      dropLease: (batchId) => Effect.asVoid(orUnavailable(sql`DELETE FROM batch_leases WHERE batch_id = ${batchId}`))
     })
   })
 )

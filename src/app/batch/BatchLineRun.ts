@@ -16,6 +16,8 @@ import type { ChatInput } from "../ChatGateway.ts"
 import { planChat } from "../ChatPlan.ts"
 import type { CallHold, HeldCallServices } from "../HeldCall.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
+import type { PlaceHoldInput } from "../Ledger.ts"
+import type { LedgerRejected } from "../LedgerErrors.ts"
 import type { ChatDialects } from "../ports/ChatDialects.ts"
 import type { ResponseStore } from "../ports/ResponseStore.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
@@ -25,8 +27,6 @@ import { batchPriced } from "./BatchPricing.ts"
 export interface LineServices extends HeldCallServices {
   readonly dialects: ChatDialects["Service"]
   readonly responses: ResponseStore["Service"]
-  /** The status of a hold, or undefined when it was never placed (BatchStore.holdStatus). */
-  readonly holdStatus: (holdId: string) => Effect.Effect<string | undefined, StoreUnavailable>
 }
 
 /** What a line's result commits with: a settlement or a release of its hold, or nothing (no hold was placed). */
@@ -37,6 +37,15 @@ export type LineMoney =
 
 /** Fails only when the store is unreachable: the line then runs again in a later round. */
 export type Commit = (result: LineResult, money: LineMoney) => Effect.Effect<void, StoreUnavailable>
+
+/** A line's two commits: its start with its hold's placing, its result with the hold's resolution. */
+export interface LineCommits {
+  readonly start: (
+    line: number,
+    hold: PlaceHoldInput & { readonly holdId: string }
+  ) => Effect.Effect<"started" | "taken" | LedgerRejected, StoreUnavailable>
+  readonly finish: Commit
+}
 
 /** The key a batch's lines run with: the submitting key's account, model list and spend limit. */
 export const batchKey = (state: BatchState): AuthenticatedKey => ({
@@ -96,8 +105,9 @@ const deferredHold = (holdId: string) => {
 }
 
 /** Runs line `input` of `state` to its result and commits it. Never fails: every outcome is a line result. */
-export const runLine = (services: LineServices, state: BatchState, input: InputLine, commit: Commit) =>
+export const runLine = (services: LineServices, state: BatchState, input: InputLine, commits: LineCommits) =>
   Effect.gen(function* () {
+    const commit = commits.finish
     const requestId = lineRequestId(state.batchId, input.line)
     const holdId = lineHoldId(state.batchId, input.line)
     const base = { line: input.line, customId: input.customId, requestId }
@@ -110,30 +120,27 @@ export const runLine = (services: LineServices, state: BatchState, input: InputL
     }
     const plan = { ...planned.success, model: batchPriced(planned.success.model) }
     const amount = plan.plugin.pricing.estimate({ request: plan.request, inputTokens: plan.inputTokens }, plan.model)
-    // Placed by an earlier run of this line that stopped before its result: the line runs again under it. (A hold
-    // already resolved has its result committed with it: nothing is left to do.)
-    const held = yield* services.holdStatus(holdId)
-    if (held !== undefined && held !== "pending") return
-    if (held === undefined) {
-      const placed = yield* Effect.result(
-        services.ledger.placeHold({
-          accountId: key.accountId,
-          amount,
-          keyId: key.keyId,
-          keySpendLimit: key.spendLimit,
-          model: plan.modelId,
-          plugin: plan.plugin.id,
-          requestId,
-          holdId,
-          // The batch's worker governs it, not the sweep: a restarted run continues under the hold it placed.
-          ttlSeconds: null
+    // Started by an earlier run that stopped before its result: the line runs again under the hold it placed.
+    if (!state.started.has(input.line)) {
+      const started = yield* commits.start(input.line, {
+        accountId: key.accountId,
+        amount,
+        keyId: key.keyId,
+        keySpendLimit: key.spendLimit,
+        model: plan.modelId,
+        plugin: plan.plugin.id,
+        requestId,
+        holdId,
+        // The batch's worker governs it, not the sweep: a restarted run continues under the hold it placed.
+        ttlSeconds: null
+      })
+      // Another run started it meanwhile (a worker that lost its lease): that run, or the next, finishes it.
+      if (started === "taken") return
+      if (started !== "started") {
+        const why = refusal(started)
+        return yield* commit(failed(base, null, why.status, { code: why.code, message: started.message }), {
+          _tag: "None"
         })
-      )
-      if (placed._tag === "Failure") {
-        const error = placed.failure
-        const why = refusal(error)
-        const status = error._tag === "LedgerRejected" ? why.status : 503
-        return yield* commit(failed(base, null, status, { code: why.code, message: error.message }), { _tag: "None" })
       }
     }
     const called = yield* Effect.exit(

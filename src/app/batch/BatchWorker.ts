@@ -11,21 +11,21 @@
 import { Clock, Duration, Effect, Queue, Semaphore } from "effect"
 import { type InputLine, readBatchInput } from "../../domain/batch/BatchInput.ts"
 import {
-  type BatchCommand,
   type BatchEnding,
   type BatchState,
-  batchStream,
   decide,
   evolve,
   isFinished,
   type LineResult,
   pendingLines
 } from "../../domain/batch/BatchJob.ts"
+import { randomUUID } from "node:crypto"
 import { formatMicros } from "../../domain/Money.ts"
 import type { BatchStore, NewFile } from "../ports/BatchStore.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
-import { renderOutput } from "./BatchOutput.ts"
-import { type Commit, type LineMoney, type LineServices, runLine } from "./BatchLineRun.ts"
+import { makeCommits } from "./BatchCommits.ts"
+import { lineRequestId, renderOutput } from "./BatchOutput.ts"
+import { type LineServices, runLine } from "./BatchLineRun.ts"
 
 export interface BatchWorkerOptions {
   readonly enabled: boolean
@@ -63,109 +63,40 @@ export interface WorkerContext {
   readonly kicks: Queue.Queue<void>
 }
 
-const COMMIT_ATTEMPTS = 8
-
 export const makeBatchWorker = (context: WorkerContext) =>
   Effect.gen(function* () {
     const { store, services, options, workerId, kicks } = context
-    const { ledger } = services
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
     const inputs = new Map<string, ReadonlyArray<InputLine>>()
+    const { record, plainAppend, finish, start } = makeCommits({ store, ledger: services.ledger, nowIso })
 
-    /** Applies `command` at the latest state, appending with `write`; reloads and retries when the stream moved. */
-    const record = (
-      batchId: string,
-      command: (at: string) => BatchCommand,
-      write: (
-        state: BatchState,
-        next: BatchState,
-        events: ReturnType<typeof accepted>
-      ) => Effect.Effect<unknown, unknown>
-    ) =>
-      Effect.gen(function* () {
-        for (let attempt = 0; attempt < COMMIT_ATTEMPTS; attempt++) {
-          const state = yield* store.load(batchId)
-          if (state === undefined) return undefined
-          const decision = decide(state, command(yield* nowIso))
-          if (decision._tag === "Rejected") return state
-          const events = accepted(decision)
-          const next = events.reduce<BatchState | undefined>(evolve, state) as BatchState
-          const written = yield* Effect.result(write(state, next, events))
-          if (written._tag === "Success") return next
-          const error = written.failure as { readonly _tag?: string }
-          if (error._tag !== "StreamVersionConflict") {
-            yield* Effect.logWarning("a batch commit failed; the line runs again later").pipe(
-              Effect.annotateLogs({ batchId, error: error._tag ?? "unknown" })
-            )
-            return undefined
-          }
-        }
-        return undefined
-      })
-
-    const accepted = (decision: ReturnType<typeof decide>) => (decision._tag === "Accepted" ? decision.events : [])
-
-    const plainAppend = (state: BatchState, next: BatchState, events: ReturnType<typeof accepted>) =>
-      store.append(state, events, next, [], new Date(next.updatedAt))
-
-    /** A line's result with the ledger command of its hold, in one transaction. */
-    const commitLine =
-      (batchId: string, lock: Semaphore.Semaphore): Commit =>
-      (result: LineResult, money: LineMoney) =>
-        lock.withPermits(1)(
-          Effect.asVoid(
-            record(
-              batchId,
-              (at) => ({ type: "FinishLine", result, at }),
-              (state, next, events) => {
-                const companion = {
-                  stream: batchStream(batchId),
-                  expected: state.version,
-                  events,
-                  projection: store.projection(next)
-                }
-                switch (money._tag) {
-                  case "Settle":
-                    return ledger.settleWith(state.accountId, money.holdId, money.cost, money.usage, companion)
-                  case "Release":
-                    return ledger.releaseWith(state.accountId, money.holdId, money.reason, companion)
-                  case "None":
-                    return plainAppend(state, next, events)
-                }
-              }
-            )
-          )
-        )
-
-    /** Releases the holds a stopped run left pending (their lines get a `cancelled` result), then ends the batch. */
+    /** Releases the holds of lines started and never finished (their result: `cancelled`), then ends the batch. */
     const end = (state: BatchState, ending: BatchEnding, message: string | null) =>
       Effect.gen(function* () {
         const lock = yield* Semaphore.make(1)
-        const left = yield* store.pendingLineHolds(state.accountId, `${state.batchId}/`)
-        for (const { holdId, requestId } of left) {
-          const line = Number(requestId.slice(state.batchId.length + 1))
-          if (!Number.isInteger(line) || state.lines.has(line)) continue
+        for (const [line, holdId] of state.started) {
+          if (state.lines.has(line)) continue
           const result: LineResult = {
             line,
             customId: state.customIds[line] ?? "",
             outcome: "cancelled",
             holdId,
             cost: formatMicros(0n),
-            requestId,
+            requestId: lineRequestId(state.batchId, line),
             response: null,
             error: { code: `batch_${ending}`, message: `the batch was ${ending} before this request finished` }
           }
           const reason = ending === "cancelled" ? "cancelled" : ending === "expired" ? "expired" : "failed"
-          yield* commitLine(state.batchId, lock)(result, { _tag: "Release", holdId, reason })
+          yield* finish(state.batchId, lock)(result, { _tag: "Release", holdId, reason })
         }
         const at = new Date(yield* nowIso)
-        yield* record(
+        const ended = yield* record(
           state.batchId,
           (iso) => ({ type: "End", ending, outputFileId: null, errorFileId: null, message, at: iso }),
           (latest) => {
             const files = renderOutput(latest)
             const file = (suffix: string, content: string): NewFile => ({
-              id: `file-${crypto.randomUUID().replaceAll("-", "")}`,
+              id: `file-${randomUUID().replaceAll("-", "")}`,
               accountId: latest.accountId,
               purpose: "batch_output",
               filename: `${latest.batchId}_${suffix}.jsonl`,
@@ -182,20 +113,15 @@ export const makeBatchWorker = (context: WorkerContext) =>
               message,
               at: at.toISOString()
             })
-            const events = accepted(decision)
+            const events = decision._tag === "Accepted" ? decision.events : []
             const next = events.reduce<BatchState | undefined>(evolve, latest) as BatchState
-            return store.append(
-              latest,
-              events,
-              next,
-              [output, errors].flatMap((f) => (f === undefined ? [] : [f])),
-              at
-            )
+            const written = [output, errors].flatMap((f) => (f === undefined ? [] : [f]))
+            return store.append(latest, events, next, written, at)
           }
         )
         inputs.delete(state.batchId)
         yield* store.dropLease(state.batchId)
-        return true
+        return ended._tag === "Written"
       })
 
     /** The batch's requests, parsed once per instance; undefined when its input file was deleted. */
@@ -226,12 +152,13 @@ export const makeBatchWorker = (context: WorkerContext) =>
         if (state.status === "cancelling") return yield* end(state, "cancelled", null)
         if (state.status === "finalizing") return yield* end(state, "completed", null)
         if (state.status === "validating") {
-          state = (yield* record(batchId, (at) => ({ type: "Start", at }), plainAppend)) ?? state
+          const started = yield* record(batchId, (at) => ({ type: "Start", at }), plainAppend)
+          if (started._tag === "Written") state = started.next
         }
         const pending = pendingLines(state)
         if (pending.length === 0) {
           const final = yield* record(batchId, (at) => ({ type: "Finalize", at }), plainAppend)
-          return final?.status === "finalizing" ? yield* end(final, "completed", null) : false
+          return final._tag === "Written" ? yield* end(final.next, "completed", null) : false
         }
         const lines = yield* inputOf(state)
         if (lines === undefined) {
@@ -246,7 +173,10 @@ export const makeBatchWorker = (context: WorkerContext) =>
               const until = new Date((yield* Clock.currentTimeMillis) + options.leaseMillis)
               // Another worker took the batch over (this one stalled past its lease): leave it the line.
               if (!(yield* store.keepLease(batchId, workerId, until))) return
-              yield* runLine(services, current, lines[line] as InputLine, commitLine(batchId, lock))
+              yield* runLine(services, current, lines[line] as InputLine, {
+                start: start(batchId, lock),
+                finish: finish(batchId, lock)
+              })
             }),
           { concurrency: options.concurrency, discard: true }
         )

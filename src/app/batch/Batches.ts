@@ -201,7 +201,7 @@ export class Batches extends Context.Service<
 
         const { runDue } = yield* makeBatchWorker({
           store,
-          services: { ...held, dialects, responses, holdStatus: store.holdStatus },
+          services: { ...held, dialects, responses },
           options,
           workerId,
           kicks

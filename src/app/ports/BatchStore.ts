@@ -98,15 +98,5 @@ export class BatchStore extends Context.Service<
     /** Keeps the batch's lease for `owner` until `until`; false when another worker took it over. */
     readonly keepLease: (batchId: string, owner: string, until: Date) => Effect.Effect<boolean, StoreUnavailable>
     readonly dropLease: (batchId: string) => Effect.Effect<void, StoreUnavailable>
-    /**
-     * The status of the hold `holdId` (`pending`, `settled`, `released`), or undefined when it was never placed. The
-     * ledger writer takes a new hold's id as fresh, so a line checks here before it places its hold again.
-     */
-    readonly holdStatus: (holdId: string) => Effect.Effect<string | undefined, StoreUnavailable>
-    /** The still-pending holds of a batch's lines (a run stopped between a line's hold and its result). */
-    readonly pendingLineHolds: (
-      accountId: string,
-      requestIdPrefix: string
-    ) => Effect.Effect<ReadonlyArray<{ readonly holdId: string; readonly requestId: string }>, StoreUnavailable>
   }
 >()("tollgate/app/ports/BatchStore") {}

@@ -2,9 +2,10 @@
  * The batch aggregate: its state is the fold of its own stream `batch-<id>`, and `decide` is the only way a batch
  * changes. A batch holds no money itself: each line runs under a hold of its own in the account's ledger, and the
  * line's result (`BatchLineFinished`) commits in the same transaction as the ledger command that settles or releases
- * that hold (the ledger writer commits a batch event as the "companion" of its command). Because a hold resolves
- * exactly once and a line finishes exactly once (rule 1 below), a line is billed at most once however many workers
- * race for it or however often a worker restarts.
+ * that hold (the ledger writer commits a batch event as the "companion" of its command). The hold itself is placed
+ * with `BatchLineStarted` as its companion. Because a line starts at most once (so its hold is placed once), a hold
+ * resolves exactly once, and a line finishes at most once (rules 1 and 8 below), a line is billed at most once however
+ * many workers race for it or however often a worker restarts.
  */
 import { parseDecimal } from "../Money.ts"
 
@@ -71,6 +72,12 @@ export interface BatchStarted {
   readonly data: { readonly batchId: string; readonly at: string }
 }
 
+/** A line's hold was placed (this event is its companion): the line now runs, on this run or a later one. */
+export interface BatchLineStarted {
+  readonly type: "BatchLineStarted"
+  readonly data: { readonly batchId: string; readonly line: number; readonly holdId: string; readonly at: string }
+}
+
 export interface BatchLineFinished {
   readonly type: "BatchLineFinished"
   readonly data: LineResult & { readonly batchId: string; readonly at: string }
@@ -101,6 +108,7 @@ export interface BatchEnded {
 export type BatchEvent =
   | BatchSubmitted
   | BatchStarted
+  | BatchLineStarted
   | BatchLineFinished
   | BatchCancelRequested
   | BatchFinalizing
@@ -109,6 +117,7 @@ export type BatchEvent =
 export const BATCH_EVENT_TYPES: ReadonlyArray<BatchEvent["type"]> = [
   "BatchSubmitted",
   "BatchStarted",
+  "BatchLineStarted",
   "BatchLineFinished",
   "BatchCancelRequested",
   "BatchFinalizing",
@@ -129,6 +138,8 @@ export interface BatchState {
   readonly metadata: Readonly<Record<string, string>> | null
   readonly requestId: string | null
   readonly status: BatchStatus
+  /** The hold of every line started (its hold placed), by line number. */
+  readonly started: ReadonlyMap<number, string>
   /** Finished lines by line number. */
   readonly lines: ReadonlyMap<number, LineResult>
   readonly succeeded: number
@@ -171,6 +182,7 @@ export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchS
       metadata: d.metadata,
       requestId: d.requestId,
       status: "validating",
+      started: new Map(),
       lines: new Map(),
       succeeded: 0,
       failed: 0,
@@ -192,6 +204,8 @@ export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchS
   switch (event.type) {
     case "BatchStarted":
       return enter("in_progress")
+    case "BatchLineStarted":
+      return { ...next, started: new Map(state.started).set(event.data.line, event.data.holdId) }
     case "BatchLineFinished": {
       const { batchId: _, at: __, ...result } = event.data
       const lines = new Map(state.lines).set(result.line, result)
@@ -223,6 +237,7 @@ export const fold = (events: ReadonlyArray<BatchEvent>): BatchState | undefined 
 
 export type BatchCommand =
   | { readonly type: "Start"; readonly at: string }
+  | { readonly type: "StartLine"; readonly line: number; readonly holdId: string; readonly at: string }
   | { readonly type: "FinishLine"; readonly result: LineResult; readonly at: string }
   | { readonly type: "Cancel"; readonly at: string }
   | { readonly type: "Finalize"; readonly at: string }
@@ -238,6 +253,7 @@ export type BatchCommand =
 export type BatchRejection =
   | { readonly _tag: "BatchFinished"; readonly status: BatchStatus }
   | { readonly _tag: "LineFinished"; readonly line: number }
+  | { readonly _tag: "LineStarted"; readonly line: number }
   | { readonly _tag: "NoSuchLine"; readonly line: number }
   | { readonly _tag: "WrongStatus"; readonly status: BatchStatus; readonly command: BatchCommand["type"] }
   | { readonly _tag: "LinesPending"; readonly pending: number }
@@ -260,7 +276,8 @@ const wrong = (state: BatchState, command: BatchCommand): BatchDecision =>
  * 4. a batch completes only through finalizing, and finalizes only with every line finished;
  * 5. a cancellation is taken only before finalizing; asking again is a no-op;
  * 6. a batch expires only at or after its expiry;
- * 7. its counts are always those of its finished lines.
+ * 7. its counts are always those of its finished lines;
+ * 8. a line starts (its hold is placed) at most once, only while the batch is in progress and before it finished.
  */
 export const decide = (state: BatchState, command: BatchCommand): BatchDecision => {
   const batchId = state.batchId
@@ -270,6 +287,16 @@ export const decide = (state: BatchState, command: BatchCommand): BatchDecision 
     case "Start":
       if (state.status !== "validating") return wrong(state, command)
       return accept({ type: "BatchStarted", data: { batchId, at: command.at } })
+    case "StartLine": {
+      const { line } = command
+      if (!Number.isInteger(line) || line < 0 || line >= state.customIds.length) {
+        return reject({ _tag: "NoSuchLine", line })
+      }
+      if (state.lines.has(line)) return reject({ _tag: "LineFinished", line })
+      if (state.started.has(line)) return reject({ _tag: "LineStarted", line })
+      if (state.status !== "in_progress") return wrong(state, command)
+      return accept({ type: "BatchLineStarted", data: { batchId, line, holdId: command.holdId, at: command.at } })
+    }
     case "FinishLine": {
       const { line } = command.result
       if (!Number.isInteger(line) || line < 0 || line >= state.customIds.length) {

@@ -1,25 +1,41 @@
 /**
  * A batch survives its gateway: the gateway stops mid-batch (lines in flight under their holds), a new one starts on
  * the same database and finishes the batch from its events — every line has exactly one hold and one settlement, the
- * output file has each line once, and nothing stays held.
+ * output file has each line once, and nothing stays held. On the real Postgres of `TEST_DATABASE_URL` when set (a fresh
+ * database, dropped afterwards), else on a PGlite data directory (whose first start takes much longer).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { randomUUID } from "node:crypto"
+import { Redacted } from "effect"
 import OpenAI, { toFile } from "openai"
+import type { DatabaseOptions } from "../../../src/adapters/store/Database.ts"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
+import { runPostgres } from "../../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { makeAdmin } from "../chat/ChatHarness.ts"
 
 let slow: RunningSimulator
 let dir: string
 let configPath: string
+let database: DatabaseOptions
+const baseUrl = process.env.TEST_DATABASE_URL
+const dbName = `tollgate_batch_${randomUUID().replaceAll("-", "").slice(0, 12)}`
 
 beforeAll(async () => {
   slow = await startSimulator({ faults: { latencyMs: 120 } })
   dir = mkdtempSync(join(tmpdir(), "tollgate-batch-restart-"))
   configPath = join(dir, "tollgate.yaml")
+  if (baseUrl !== undefined && baseUrl !== "") {
+    await runPostgres(baseUrl, `CREATE DATABASE ${dbName}`)
+    const url = new URL(baseUrl)
+    url.pathname = `/${dbName}`
+    database = { kind: "postgres", url: Redacted.make(url.toString()), maxConnections: 4 }
+  } else {
+    database = { kind: "pglite", dataDir: join(dir, "db") }
+  }
   writeFileSync(
     configPath,
     `
@@ -32,14 +48,16 @@ models:
 })
 
 afterAll(async () => {
+  if (baseUrl !== undefined && baseUrl !== "")
+    await runPostgres(baseUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
   await slow?.close()
   rmSync(dir, { recursive: true, force: true })
 })
 
-const start = (dataDir: string) =>
+const start = () =>
   startTestGateway({
     configPath,
-    database: { kind: "pglite", dataDir },
+    database,
     batches: { leaseMillis: 600, pollMillis: 100, concurrency: 4, chunk: 8 }
   })
 
@@ -47,8 +65,7 @@ const client = (gateway: TestGateway, key: string) =>
   new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
 
 it("resumes after a restart: each line held once, billed once, in the output once", async () => {
-  const dataDir = join(dir, "db")
-  let gateway = await start(dataDir)
+  let gateway = await start()
   const admin = makeAdmin(gateway)
   const customer = await admin.customer({ deposit: "10" })
   let openai = client(gateway, customer.key)
@@ -71,7 +88,7 @@ it("resumes after a restart: each line held once, billed once, in the output onc
   }
   await gateway.close()
 
-  gateway = await start(dataDir)
+  gateway = await start()
   openai = client(gateway, customer.key)
   let batch = await openai.batches.retrieve(created.id)
   expect(batch.request_counts?.completed ?? 0).toBeLessThan(24)
@@ -94,4 +111,4 @@ it("resumes after a restart: each line held once, billed once, in the output onc
   const balance = await makeAdmin(gateway).balance(customer.accountId)
   expect(balance.held).toBe("0.000000")
   await gateway.close()
-}, 30_000)
+}, 45_000)
