@@ -6,7 +6,8 @@
  */
 import { Effect, type Semaphore } from "effect"
 import { type BatchCommand, type BatchState, batchStream, decide, evolve } from "../../domain/batch/BatchJob.ts"
-import type { BatchEvent, BatchRejection } from "../../domain/batch/BatchJob.ts"
+import type { BatchEvent, BatchRejection, LineResult } from "../../domain/batch/BatchJob.ts"
+import { isStorableText, toStorableText } from "../../domain/StorableText.ts"
 import type { Ledger, PlaceHoldInput } from "../Ledger.ts"
 import type { LedgerRejected } from "../LedgerErrors.ts"
 import type { BatchStore } from "../ports/BatchStore.ts"
@@ -27,6 +28,16 @@ export interface CommitServices {
   readonly store: BatchStore["Service"]
   readonly ledger: Ledger["Service"]
   readonly nowIso: Effect.Effect<string>
+}
+
+/** A JSON value whose every string and key can be stored in jsonb (model output can carry a NUL). */
+export const storable = (value: unknown): unknown => {
+  if (typeof value === "string") return isStorableText(value) ? value : toStorableText(value)
+  if (Array.isArray(value)) return value.map(storable)
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [toStorableText(key), storable(item)]))
+  }
+  return value
 }
 
 export const makeCommits = ({ store, ledger, nowIso }: CommitServices) => {
@@ -69,7 +80,7 @@ export const makeCommits = ({ store, ledger, nowIso }: CommitServices) => {
       lock.withPermits(1)(
         record(
           batchId,
-          (at) => ({ type: "FinishLine", result, at }),
+          (at) => ({ type: "FinishLine", result: storable(result) as LineResult, at }),
           (state, next, events) => {
             switch (money._tag) {
               case "Settle":
