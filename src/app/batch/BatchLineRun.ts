@@ -8,7 +8,7 @@
 import { Clock, Effect, Exit } from "effect"
 import type { BatchState, LineResult } from "../../domain/batch/BatchJob.ts"
 import type { InputLine } from "../../domain/batch/BatchInput.ts"
-import { formatMicros, type Micros, parseDecimal } from "../../domain/Money.ts"
+import { formatMicros, type Micros } from "../../domain/Money.ts"
 import type { RefundReason } from "../../domain/ledger/LedgerEvent.ts"
 import type { PluginFailure } from "../../plugins/ModelPlugin.ts"
 import { deliverJson } from "../ChatJsonReply.ts"
@@ -46,14 +46,6 @@ export interface LineCommits {
   ) => Effect.Effect<"started" | "taken" | LedgerRejected, StoreUnavailable>
   readonly finish: Commit
 }
-
-/** The key a batch's lines run with: the submitting key's account, model list and spend limit. */
-export const batchKey = (state: BatchState): AuthenticatedKey => ({
-  keyId: state.key.keyId,
-  accountId: state.accountId,
-  models: state.key.models,
-  spendLimit: state.key.spendLimit === null ? null : (parseDecimal(state.key.spendLimit) ?? null)
-})
 
 const failed = (
   base: Pick<LineResult, "line" | "customId" | "requestId">,
@@ -105,13 +97,18 @@ const deferredHold = (holdId: string) => {
 }
 
 /** Runs line `input` of `state` to its result and commits it. Never fails: every outcome is a line result. */
-export const runLine = (services: LineServices, state: BatchState, input: InputLine, commits: LineCommits) =>
+export const runLine = (
+  services: LineServices,
+  state: BatchState,
+  key: AuthenticatedKey,
+  input: InputLine,
+  commits: LineCommits
+) =>
   Effect.gen(function* () {
     const commit = commits.finish
     const requestId = lineRequestId(state.batchId, input.line)
     const holdId = lineHoldId(state.batchId, input.line)
     const base = { line: input.line, customId: input.customId, requestId }
-    const key = batchKey(state)
     const chat: ChatInput = { dialect: "openai", body: input.body, key, requestId }
     const planned = yield* Effect.result(planChat(services.registry, services.dialects, chat))
     if (planned._tag === "Failure") {

@@ -21,6 +21,7 @@ import {
 } from "../../domain/batch/BatchJob.ts"
 import { randomUUID } from "node:crypto"
 import { formatMicros } from "../../domain/Money.ts"
+import type { AuthenticatedKey, Keys } from "../Keys.ts"
 import type { BatchStore, NewFile } from "../ports/BatchStore.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
@@ -61,6 +62,7 @@ export interface WorkerContext {
   readonly options: BatchWorkerOptions
   readonly workerId: string
   readonly kicks: Queue.Queue<void>
+  readonly keys: Keys["Service"]
 }
 
 export const makeBatchWorker = (context: WorkerContext) =>
@@ -124,6 +126,27 @@ export const makeBatchWorker = (context: WorkerContext) =>
         return ended._tag === "Written"
       })
 
+    /**
+     * The batch's key as it is now: its model list and spend limit apply to each chunk's lines, and a key revoked or
+     * expired since the submit (or whose account is gone) stops the batch. Undefined when it can no longer be used.
+     */
+    const keyNow = (state: BatchState) =>
+      Effect.gen(function* () {
+        const views = yield* context.keys
+          .list(state.accountId)
+          .pipe(Effect.catchTag("LedgerRejected", () => Effect.succeed([])))
+        const view = views.find((candidate) => candidate.id === state.key.keyId)
+        const nowMs = yield* Clock.currentTimeMillis
+        if (view === undefined || view.revokedAt !== null) return undefined
+        if (view.expiresAt !== null && Date.parse(view.expiresAt) <= nowMs) return undefined
+        return {
+          keyId: view.id,
+          accountId: state.accountId,
+          models: view.models,
+          spendLimit: view.spendLimit
+        } satisfies AuthenticatedKey
+      })
+
     /** The batch's requests, parsed once per instance; undefined when its input file was deleted. */
     const inputOf = (state: BatchState) =>
       Effect.gen(function* () {
@@ -164,6 +187,10 @@ export const makeBatchWorker = (context: WorkerContext) =>
         if (lines === undefined) {
           return yield* end(state, "failed", "the batch's input file was deleted before every line ran")
         }
+        const key = yield* keyNow(state)
+        if (key === undefined) {
+          return yield* end(state, "failed", "the batch's API key was revoked or expired before every line ran")
+        }
         const lock = yield* Semaphore.make(1)
         const current = state
         yield* Effect.forEach(
@@ -173,7 +200,7 @@ export const makeBatchWorker = (context: WorkerContext) =>
               const until = new Date((yield* Clock.currentTimeMillis) + options.leaseMillis)
               // Another worker took the batch over (this one stalled past its lease): leave it the line.
               if (!(yield* store.keepLease(batchId, workerId, until))) return
-              yield* runLine(services, current, lines[line] as InputLine, {
+              yield* runLine(services, current, key, lines[line] as InputLine, {
                 start: start(batchId, lock),
                 finish: finish(batchId, lock)
               })

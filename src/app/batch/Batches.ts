@@ -11,7 +11,7 @@ import { type BatchState, decide, evolve, type BatchSubmitted } from "../../doma
 import { formatMicros } from "../../domain/Money.ts"
 import { planChat } from "../ChatPlan.ts"
 import { heldCallServices } from "../HeldCall.ts"
-import type { AuthenticatedKey } from "../Keys.ts"
+import { type AuthenticatedKey, Keys } from "../Keys.ts"
 import { type BatchRow, BatchStore, type FileRow, type Page } from "../ports/BatchStore.ts"
 import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
@@ -204,7 +204,8 @@ export class Batches extends Context.Service<
           services: { ...held, dialects, responses },
           options,
           workerId,
-          kicks
+          kicks,
+          keys: yield* Keys
         })
 
         return Batches.of({

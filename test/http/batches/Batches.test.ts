@@ -216,6 +216,43 @@ describe("batches on the OpenAI surface", () => {
     expect((await openai.batches.list()).data).toHaveLength(0)
   }, 30_000)
 
+  it("stops a batch whose key is revoked: run lines billed, the rest never held", async () => {
+    const customer = await admin.customer({ deposit: "10" })
+    const openai = client(customer.key)
+    const lines = Array.from({ length: 40 }, (_, i) => request(`rev-${i}`, "slow-model", `Line ${i}.`))
+    const file = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl(lines)), "revoked.jsonl"),
+      purpose: "batch"
+    })
+    const created = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/chat/completions",
+      completion_window: "24h"
+    })
+    for (let i = 0; i < 100; i++) {
+      if (((await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0) > 0) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect((await admin.call("DELETE", `/admin/keys/${customer.keyId}`)).status).toBe(200)
+    // The key no longer reads its batch: the ledger and the files (through another key of the account) do.
+    const reader = await admin.call("POST", `/admin/accounts/${customer.accountId}/keys`, { name: "reader" })
+    const other = client(reader.body.key)
+    const batch = await waitFor(other, created.id, (status) => status === "failed")
+    expect(batch.errors?.data?.[0]?.message).toContain("revoked")
+    const counts = batch.request_counts as { total: number; completed: number; failed: number }
+    expect(counts.completed).toBeGreaterThan(0)
+    expect(counts.completed).toBeLessThan(40)
+    const output = (await (await other.files.content(batch.output_file_id as string)).text()).trim().split("\n")
+    expect(output).toHaveLength(counts.completed)
+    const balance = await admin.balance(customer.accountId)
+    expect(balance.held).toBe("0.000000")
+    const ledger = await ledgerOf(customer.accountId)
+    const captured = ledger
+      .filter((entry) => entry.type === "UsageRecalculated")
+      .reduce((sum, entry) => sum + micros(String(entry.data.captured)), 0n)
+    expect(micros(balance.captured)).toBe(captured)
+  }, 30_000)
+
   it("cancels: lines already answered stay billed, the rest is never held, nothing stays held", async () => {
     const customer = await admin.customer({ deposit: "10" })
     const openai = client(customer.key)
