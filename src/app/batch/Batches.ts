@@ -6,18 +6,25 @@
  */
 import { Clock, Context, Effect, Layer, Queue } from "effect"
 import { randomUUID } from "node:crypto"
-import { readBatchInput, fileLineNumbers, isBatchEndpoint } from "../../domain/batch/BatchInput.ts"
+import {
+  BATCH_ENDPOINTS,
+  type BatchEndpoint,
+  fileLineNumbers,
+  isBatchEndpoint,
+  readBatchInput
+} from "../../domain/batch/BatchInput.ts"
 import { type BatchState, decide, evolve, type BatchSubmitted } from "../../domain/batch/BatchJob.ts"
 import { formatMicros } from "../../domain/Money.ts"
-import { planChat } from "../ChatPlan.ts"
 import { heldCallServices } from "../HeldCall.ts"
 import { type AuthenticatedKey, Keys } from "../Keys.ts"
 import { type BatchRow, BatchStore, type FileRow, type Page } from "../ports/BatchStore.ts"
 import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
+import { TokenCounter } from "../ports/TokenCounter.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { BatchInvalid, BatchNotCancellable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
 import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
+import { type LineServices, planLine } from "./LinePlans.ts"
 
 export { type BatchWorkerOptions, defaultBatchWorkerOptions } from "./BatchWorker.ts"
 
@@ -72,6 +79,7 @@ export class Batches extends Context.Service<
         const held = yield* heldCallServices
         const dialects = yield* ChatDialects
         const responses = yield* ResponseStore
+        const services: LineServices = { ...held, dialects, responses, tokens: yield* TokenCounter }
         const kicks = yield* Queue.sliding<void>(1)
         const workerId = `batch-worker-${randomUUID()}`
         const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -90,38 +98,26 @@ export class Batches extends Context.Service<
             row === undefined ? Effect.fail(new BatchNotFound({ batchId: id })) : Effect.succeed(row)
           )
 
-        /** Every line as the chat endpoint would take it; the first refusal names its file line and field. */
-        const checkLines = Effect.fnUntraced(function* (input: SubmitBatch, content: string) {
-          const read = readBatchInput(content, input.endpoint)
+        /** Every line as its endpoint would take it; the first refusal names its file line and field. */
+        const checkLines = Effect.fnUntraced(function* (input: SubmitBatch, endpoint: BatchEndpoint, content: string) {
+          const read = readBatchInput(content, endpoint)
           if ("_tag" in read) {
             const where = read.line === null ? "" : `line ${read.line}: `
-            const param = read.param === "" || read.line === null ? read.param || null : read.param
             return yield* new BatchInvalid({
               message: `${where}${read.param === "" ? "" : `${read.param}: `}${read.message}`,
-              param,
+              param: read.param === "" ? null : read.param,
               line: read.line,
               code: "invalid_batch_line"
             })
           }
           const fileLines = fileLineNumbers(content)
           for (const line of read) {
-            const chat = { dialect: "openai" as const, body: line.body, key: input.key, requestId: input.requestId }
-            const planned = yield* Effect.result(planChat(held.registry, dialects, chat))
+            const planned = yield* Effect.result(planLine(services, endpoint, input.key, line.body, input.requestId))
             if (planned._tag === "Success") continue
-            const error = planned.failure
             const at = fileLines[line.line] ?? line.line + 1
-            const field =
-              error._tag === "InvalidChatRequest" || error._tag === "UpstreamFailed"
-                ? `body.${error.param ?? "model"}`
-                : "body.model"
-            const why =
-              error._tag === "ModelNotFound"
-                ? `the model '${error.model}' does not exist`
-                : error._tag === "ModelNotAllowed"
-                  ? `this key may not use the model '${error.model}'`
-                  : error.message
+            const field = `body.${planned.failure.param ?? "model"}`
             return yield* new BatchInvalid({
-              message: `line ${at}: ${field}: ${why}`,
+              message: `line ${at}: ${field}: ${planned.failure.message}`,
               param: field,
               line: at,
               code: "invalid_batch_line"
@@ -131,8 +127,9 @@ export class Batches extends Context.Service<
         })
 
         const submit = Effect.fnUntraced(function* (input: SubmitBatch) {
-          if (!isBatchEndpoint(input.endpoint)) {
-            const message = `endpoint: '${input.endpoint}' is not available for batches; use /v1/chat/completions`
+          const endpoint = input.endpoint
+          if (!isBatchEndpoint(endpoint)) {
+            const message = `endpoint: '${endpoint}' is not available for batches; use ${BATCH_ENDPOINTS.join(" or ")}`
             return yield* new BatchInvalid({ message, param: "endpoint", line: null, code: "invalid_value" })
           }
           if (input.completionWindow !== COMPLETION_WINDOW) {
@@ -147,7 +144,7 @@ export class Batches extends Context.Service<
           const content = yield* Effect.flatMap(store.fileContent(input.key.accountId, file.id), (text) =>
             text === undefined ? Effect.fail(new FileNotFound({ fileId: file.id })) : Effect.succeed(text)
           )
-          const lines = yield* checkLines(input, content)
+          const lines = yield* checkLines(input, endpoint, content)
           const at = yield* now
           const event: BatchSubmitted = {
             type: "BatchSubmitted",
@@ -201,7 +198,7 @@ export class Batches extends Context.Service<
 
         const { runDue } = yield* makeBatchWorker({
           store,
-          services: { ...held, dialects, responses },
+          services,
           options,
           workerId,
           kicks,

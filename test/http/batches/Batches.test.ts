@@ -24,6 +24,7 @@ models:
   - { id: sim-anthropic, plugin: text, upstreams: [sim-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60", batchInput: "0.10", batchOutput: "0.40" } }
   - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" } }
   - { id: broken-model, plugin: text, upstreams: [broken], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
+  - { id: sim-embedding, plugin: embeddings, upstreams: [sim-openai], upstreamModel: sim-embedding, pricing: { input: "0.02" } }
   - { id: slow-model, plugin: text, upstreams: [slow], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
 `
 
@@ -178,6 +179,65 @@ describe("batches on the OpenAI surface", () => {
     )
     expect((await openai.files.delete(file.id)).deleted).toBe(true)
     await expect(openai.files.retrieve(file.id)).rejects.toMatchObject({ status: 404 })
+  }, 30_000)
+
+  it("runs embeddings lines at half the input price, output and usage agreeing line by line", async () => {
+    const customer = await admin.customer({ deposit: "10" })
+    const openai = client(customer.key)
+    const inputs: ReadonlyArray<string | ReadonlyArray<string>> = ["one", ["two", "three"], "four five six", ["seven"]]
+    const lines = inputs.map((input, i) => ({
+      custom_id: `emb-${i}`,
+      method: "POST",
+      url: "/v1/embeddings",
+      body: { model: "sim-embedding", input, encoding_format: "float" }
+    }))
+    const file = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl(lines)), "emb.jsonl"),
+      purpose: "batch"
+    })
+    // A chat model on the embeddings endpoint is refused at submit, as the endpoint refuses it.
+    const chatLine = { ...(lines[0] as object), body: { model: "sim-openai", input: "x" } }
+    const wrong = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl([chatLine])), "w.jsonl"),
+      purpose: "batch"
+    })
+    await expect(
+      openai.batches.create({ input_file_id: wrong.id, endpoint: "/v1/embeddings", completion_window: "24h" })
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("line 1: body.model") })
+
+    const created = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/embeddings",
+      completion_window: "24h"
+    })
+    const batch = await waitFor(openai, created.id, (status) => status === "completed")
+    expect(batch.request_counts).toEqual({ total: 4, completed: 4, failed: 0 })
+    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line))
+    const charges = (await (
+      await fetch(`${gateway.url}/v1/usage/requests?limit=1000`, {
+        headers: { authorization: `Bearer ${customer.key}` }
+      })
+    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string }> }
+    let total = 0n
+    for (const [index, line] of output.entries()) {
+      const input = inputs[index] as string | ReadonlyArray<string>
+      expect(line.custom_id).toBe(`emb-${index}`)
+      expect(line.response.body.object).toBe("list")
+      expect(line.response.body.data).toHaveLength(typeof input === "string" ? 1 : input.length)
+      expect(Array.isArray(line.response.body.data[0].embedding)).toBe(true)
+      // USD 0.02 per 1M interactive: 0.01 in a batch.
+      const expected = ceilPerMillion(line.response.body.usage.prompt_tokens, 10_000n)
+      const charge = charges.data.find((c) => c.requestId === line.response.request_id)
+      expect(charge?.status).toBe("settled")
+      expect(micros(charge?.cost ?? "")).toBe(expected)
+      total += expected
+    }
+    const balance = await admin.balance(customer.accountId)
+    expect(balance.held).toBe("0.000000")
+    expect(micros(balance.captured)).toBe(total)
   }, 30_000)
 
   it("refuses an invalid file naming the line and field, and holds nothing", async () => {
