@@ -7,12 +7,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
-import { randomUUID } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { servicesLayer } from "../../src/AppLayer.ts"
 import { Batches } from "../../src/app/batch/Batches.ts"
+import { Keys } from "../../src/app/Keys.ts"
 import { Ledger } from "../../src/app/Ledger.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
 
@@ -47,7 +47,13 @@ describe("batch expiry", () => {
         const batches = yield* Batches
         const account = yield* ledger.openAccount("batch")
         yield* ledger.deposit(account.id, parseDecimal("10") as bigint, "seed")
-        const key = { keyId: randomUUID(), accountId: account.id, models: null, spendLimit: null }
+        const created = yield* (yield* Keys).create(account.id, {
+          name: "batch",
+          models: null,
+          expiresAt: null,
+          spendLimit: null
+        })
+        const key = { keyId: created.id, accountId: account.id, models: null, spendLimit: null }
         const file = yield* batches.createFile(account.id, {
           purpose: "batch",
           filename: "in.jsonl",
