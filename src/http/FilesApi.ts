@@ -4,7 +4,7 @@
  * `DELETE /v1/files/{id}`. A file belongs to its account: any other key gets 404. Batch input is JSONL text, so a
  * file must be UTF-8 and storable (no NUL); its lines are checked when a batch names it.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Result } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Batches } from "../app/batch/Batches.ts"
 import type { FileRow } from "../app/ports/BatchStore.ts"
@@ -67,8 +67,10 @@ const readUpload = Effect.gen(function* () {
     try: () => file.arrayBuffer(),
     catch: () => badRequest("file: the upload could not be read", "file")
   })
-  const decoded = new TextDecoder("utf-8", { fatal: false }).decode(raw)
-  if (decoded.includes("\uFFFD")) return yield* badRequest("file: expected UTF-8 text (JSONL)", "file")
+  // Edge: TextDecoder reports bytes that are not UTF-8 by throwing (`fatal`); Result.try keeps the throw here.
+  const text = Result.try(() => new TextDecoder("utf-8", { fatal: true }).decode(raw))
+  if (Result.isFailure(text)) return yield* badRequest("file: expected UTF-8 text (JSONL)", "file")
+  const decoded = text.success
   const problem = storableTextProblem(decoded)
   if (problem !== undefined) return yield* badRequest(`file: ${problem}`, "file")
   const filename = (file.name === "" ? "upload.jsonl" : file.name).slice(0, MAX_FILENAME)

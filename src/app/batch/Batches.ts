@@ -13,7 +13,7 @@ import {
   isBatchEndpoint,
   readBatchInput
 } from "../../domain/batch/BatchInput.ts"
-import { type BatchState, decide, evolve, type BatchSubmitted } from "../../domain/batch/BatchJob.ts"
+import { type BatchState, evolve, type BatchSubmitted } from "../../domain/batch/BatchJob.ts"
 import { formatMicros } from "../../domain/Money.ts"
 import { heldCallServices } from "../HeldCall.ts"
 import { type AuthenticatedKey, Keys } from "../Keys.ts"
@@ -22,6 +22,7 @@ import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
 import { TokenCounter } from "../ports/TokenCounter.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
+import { makeCommits } from "./BatchCommits.ts"
 import { BatchInvalid, BatchNotCancellable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
 import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
 import { type LineServices, planLine } from "./LinePlans.ts"
@@ -83,6 +84,11 @@ export class Batches extends Context.Service<
         const kicks = yield* Queue.sliding<void>(1)
         const workerId = `batch-worker-${randomUUID()}`
         const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+        const commits = makeCommits({
+          store,
+          ledger: held.ledger,
+          nowIso: Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+        })
         const paged = <A>(rows: ReadonlyArray<A>, limit: number): Paged<A> => ({
           rows: rows.slice(0, limit),
           hasMore: rows.length > limit
@@ -175,22 +181,13 @@ export class Batches extends Context.Service<
           return yield* get(input.key.accountId, next.batchId)
         })
 
+        /** Records the cancellation at the batch's latest version (another writer moving it: read again). */
         const cancel = Effect.fnUntraced(function* (accountId: string, id: string) {
           yield* get(accountId, id)
-          for (let attempt = 0; ; attempt++) {
-            const state = yield* store.load(id)
-            if (state === undefined) return yield* new BatchNotFound({ batchId: id })
-            const at = yield* now
-            const decision = decide(state, { type: "Cancel", at: at.toISOString() })
-            if (decision._tag === "Rejected") {
-              return yield* new BatchNotCancellable({ batchId: id, status: state.status })
-            }
-            const next = decision.events.reduce<BatchState | undefined>(evolve, state) as BatchState
-            const appended = yield* Effect.result(store.append(state, decision.events, next, [], at))
-            if (appended._tag === "Success") break
-            if (appended.failure._tag === "StoreUnavailable" || attempt >= 5) {
-              return yield* Effect.fail(appended.failure as StoreUnavailable)
-            }
+          const recorded = yield* commits.record(id, (at) => ({ type: "Cancel", at }), commits.plainAppend)
+          if (recorded._tag === "Gone") return yield* new BatchNotFound({ batchId: id })
+          if (recorded._tag === "Refused") {
+            return yield* new BatchNotCancellable({ batchId: id, status: recorded.state.status })
           }
           yield* Queue.offer(kicks, undefined)
           return yield* get(accountId, id)

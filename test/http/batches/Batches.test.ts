@@ -271,6 +271,16 @@ describe("batches on the OpenAI surface", () => {
       status: 400,
       message: expect.stringContaining("line 2: body.messages")
     })
+    // Uploads that are not batch JSONL text.
+    await expect(
+      openai.files.create({ file: await toFile(Buffer.from([0xff, 0xfe, 0x00]), "bin.jsonl"), purpose: "batch" })
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("UTF-8") })
+    await expect(
+      openai.files.create({ file: await toFile(Buffer.from(jsonl([good])), "ft.jsonl"), purpose: "fine-tune" })
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("purpose") })
+    await expect(
+      openai.batches.create({ input_file_id: "file-nope", endpoint: "/v1/chat/completions", completion_window: "24h" })
+    ).rejects.toMatchObject({ status: 404 })
     const ledger = await ledgerOf(customer.accountId)
     expect(ledger.filter((entry) => entry.type === "HoldPlaced")).toHaveLength(0)
     expect((await openai.batches.list()).data).toHaveLength(0)
