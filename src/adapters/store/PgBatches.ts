@@ -8,29 +8,11 @@ import { SqlClient } from "effect/sql"
 import { EventStore } from "../../app/EventStore.ts"
 import { type BatchRow, BatchStore, type FileRow, type NewFile } from "../../app/ports/BatchStore.ts"
 import { type BatchEvent, type BatchState, batchStream, fold, isBatchEventType } from "../../domain/batch/BatchJob.ts"
+import { batchRecords, upsertBatchesSql } from "./BatchProjection.ts"
 import { orUnavailable } from "./PgEventStore.ts"
 
-/** The `batches` row of `s`: every column from the state, replaced whole on conflict. */
-const upsertBatch = (sql: SqlClient.SqlClient, s: BatchState) => {
-  const t = s.times
-  return sql`INSERT INTO batches (id, account_id, key_id, endpoint, input_file_id, status, total, completed, failed,
-      cost, metadata, output_file_id, error_file_id, errors, created_at, expires_at, in_progress_at, finalizing_at,
-      completed_at, failed_at, expired_at, cancelling_at, cancelled_at, updated_at, version)
-    VALUES (${s.batchId}, ${s.accountId}::uuid, ${s.key.keyId}::uuid, ${s.endpoint}, ${s.inputFileId}, ${s.status},
-      ${s.customIds.length}, ${s.succeeded}, ${s.failed}, ${String(s.cost)}::bigint,
-      ${s.metadata === null ? null : JSON.stringify(s.metadata)}::jsonb, ${s.outputFileId}, ${s.errorFileId},
-      ${s.message === null ? null : JSON.stringify({ message: s.message })}::jsonb, ${s.createdAt}::timestamptz,
-      ${s.expiresAt}::timestamptz, ${t.in_progress ?? null}::timestamptz, ${t.finalizing ?? null}::timestamptz,
-      ${t.completed ?? null}::timestamptz, ${t.failed ?? null}::timestamptz, ${t.expired ?? null}::timestamptz,
-      ${t.cancelling ?? null}::timestamptz, ${t.cancelled ?? null}::timestamptz, ${s.updatedAt}::timestamptz,
-      ${String(s.version)}::bigint)
-    ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, completed = EXCLUDED.completed,
-      failed = EXCLUDED.failed, cost = EXCLUDED.cost, output_file_id = EXCLUDED.output_file_id,
-      error_file_id = EXCLUDED.error_file_id, errors = EXCLUDED.errors, in_progress_at = EXCLUDED.in_progress_at,
-      finalizing_at = EXCLUDED.finalizing_at, completed_at = EXCLUDED.completed_at, failed_at = EXCLUDED.failed_at,
-      expired_at = EXCLUDED.expired_at, cancelling_at = EXCLUDED.cancelling_at, cancelled_at = EXCLUDED.cancelled_at,
-      updated_at = EXCLUDED.updated_at, version = EXCLUDED.version`
-}
+/** The `batches` row of `s`, written whole (BatchProjection.ts: the statement replay writes it with). */
+const upsertBatch = (sql: SqlClient.SqlClient, s: BatchState) => upsertBatchesSql(sql, "public", batchRecords([s]))
 
 const insertFile = (sql: SqlClient.SqlClient, file: NewFile) =>
   sql`INSERT INTO batch_files (id, account_id, purpose, filename, bytes, content, created_at)

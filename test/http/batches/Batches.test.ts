@@ -363,4 +363,11 @@ describe("batches on the OpenAI surface", () => {
     expect(page.data.map((b) => b.id)).toEqual([created.id])
     expect(page.has_more).toBe(false)
   }, 30_000)
+
+  it("replays: the batches rebuilt from their events match the live read model", async () => {
+    const replay = await admin.call("POST", "/admin/replay")
+    expect(replay.status).toBe(200)
+    expect(replay.body.ok, JSON.stringify(replay.body)).toBe(true)
+    expect(JSON.stringify(replay.body)).toContain("batches")
+  }, 30_000)
 })
