@@ -15,10 +15,11 @@ import { Batches } from "../../src/app/batch/Batches.ts"
 import { Keys } from "../../src/app/Keys.ts"
 import { Ledger } from "../../src/app/Ledger.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
+import { memoryPglite } from "../support/PgliteTemplate.ts"
 
 const services = () =>
   servicesLayer({
-    database: { kind: "pglite", dataDir: undefined },
+    database: memoryPglite(),
     adminToken: Redacted.make("tga_test_unused"),
     maxBodyBytes: 1024 * 1024,
     configPath: undefined,
