@@ -111,6 +111,6 @@ describe("batch expiry", () => {
         yield* TestClock.adjust("1 hour")
         assert.deepStrictEqual(yield* batches.runDue, { claimed: 0, ended: 0 })
       }).pipe(Effect.provide(services())),
-    30_000
+    60_000
   )
 })
