@@ -13,6 +13,7 @@ import OpenAI, { toFile } from "openai"
 import type { DatabaseOptions } from "../../../src/adapters/store/Database.ts"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
+import { memoryPglite } from "../../support/PgliteTemplate.ts"
 import { runPostgres } from "../../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { makeAdmin } from "../chat/ChatHarness.ts"
@@ -34,7 +35,9 @@ beforeAll(async () => {
     url.pathname = `/${dbName}`
     database = { kind: "postgres", url: Redacted.make(url.toString()), maxConnections: 4 }
   } else {
-    database = { kind: "pglite", dataDir: join(dir, "db") }
+    // The first start loads the suites' migrated template (no initdb); the restart opens what it left on disk.
+    const template = memoryPglite()
+    database = { kind: "pglite", dataDir: join(dir, "db"), ...("seed" in template ? { seed: template.seed } : {}) }
   }
   writeFileSync(
     configPath,
@@ -54,10 +57,10 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-const start = () =>
+const start = (again = false) =>
   startTestGateway({
     configPath,
-    database,
+    database: again && database.kind === "pglite" ? { kind: "pglite", dataDir: database.dataDir } : database,
     batches: { leaseMillis: 600, pollMillis: 100, concurrency: 4, chunk: 8 }
   })
 
@@ -88,7 +91,7 @@ it("resumes after a restart: each line held once, billed once, in the output onc
   }
   await gateway.close()
 
-  gateway = await start()
+  gateway = await start(true)
   openai = client(gateway, customer.key)
   let batch = await openai.batches.retrieve(created.id)
   expect(batch.request_counts?.completed ?? 0).toBeLessThan(24)
