@@ -16,6 +16,8 @@ import * as PgReplay from "./adapters/store/PgReplay.ts"
 import * as ProjectionVersions from "./adapters/store/ProjectionVersions.ts"
 import * as PgStatements from "./adapters/store/PgStatements.ts"
 import * as PgVideoTasks from "./adapters/store/PgVideoTasks.ts"
+import * as PgBatches from "./adapters/store/PgBatches.ts"
+import { Batches, type BatchWorkerOptions, defaultBatchWorkerOptions } from "./app/batch/Batches.ts"
 import * as PgResponseStore from "./adapters/store/PgResponseStore.ts"
 import * as PgBackgroundResponses from "./adapters/store/PgBackgroundResponses.ts"
 import * as PgConversations from "./adapters/store/PgConversations.ts"
@@ -42,6 +44,8 @@ import * as AudioApi from "./http/AudioApi.ts"
 import { defaultVideoWorkerOptions, VideoTasks, type VideoWorkerOptions } from "./app/VideoTasks.ts"
 import * as FileContentStore from "./adapters/content/FileContentStore.ts"
 import * as VideosApi from "./http/VideosApi.ts"
+import * as FilesApi from "./http/FilesApi.ts"
+import * as BatchesApi from "./http/BatchesApi.ts"
 import { defaultLedgerOptions, Ledger, type LedgerOptions } from "./app/Ledger.ts"
 import type { LedgerWriter } from "./app/ports/LedgerWriter.ts"
 import * as PgLedgerWriter from "./adapters/store/PgLedgerWriter.ts"
@@ -105,6 +109,8 @@ export interface AppOptions {
   readonly video?: Partial<VideoWorkerOptions> | undefined
   /** Background responses' worker: claim polling, lease and renewal times (tests shorten them). */
   readonly responses?: Partial<BackgroundOptions> | undefined
+  /** Batch worker knobs (tests shorten the poll and the lease, or turn the loop off and drive `runDue`). */
+  readonly batches?: Partial<BatchWorkerOptions> | undefined
   /** Failed-authentication throttling per client address (limits, and which proxies may name the client). */
   readonly authThrottle?: Partial<AuthThrottleOptions> | undefined
   /** Redis shared by every instance for rate limits; undefined → kept in this process. */
@@ -240,8 +246,12 @@ export const servicesLayer = (options: AppOptions) => {
     ),
     Layer.provideMerge(chat)
   )
+  const batches = Batches.layerWith({ ...defaultBatchWorkerOptions, ...options.batches }).pipe(
+    Layer.provide(Layer.merge(PgBatches.layer, PgResponseStore.layer))
+  )
   return Layer.mergeAll(
     responses,
+    batches,
     ImageGateway.layer,
     EmbeddingsGateway.layer,
     EndpointGateway.layer,
@@ -270,6 +280,8 @@ export const routesLayer = Layer.mergeAll(
   EndpointApi.layer,
   AudioApi.layer,
   VideosApi.layer,
+  FilesApi.layer,
+  BatchesApi.layer,
   ConsoleApp.layer,
   PublicApi.layer,
   HttpRouter.add("GET", "/metrics", scrape),

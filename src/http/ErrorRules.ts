@@ -16,6 +16,7 @@ import type {
   ResponseNotFound
 } from "../app/responses/ResponsesErrors.ts"
 import type { IdempotencyConflict, StoreRefused, StoreUnavailable } from "../app/StoreErrors.ts"
+import type { BatchInvalid, BatchNotCancellable, BatchNotFound, FileNotFound } from "../app/batch/BatchErrors.ts"
 import type { VideoExpired, VideoNotFound, VideoNotReady } from "../app/video/VideoTaskParts.ts"
 import { clip } from "../domain/Quoted.ts"
 import { type ApiError, apiError } from "./ApiError.ts"
@@ -38,6 +39,10 @@ export type MappedError =
   | ConversationItemNotFound
   | ResponseNotCancellable
   | VideoNotFound
+  | FileNotFound
+  | BatchNotFound
+  | BatchInvalid
+  | BatchNotCancellable
   | VideoNotReady
   | VideoExpired
   | ContentStoreError
@@ -134,6 +139,13 @@ const rules: Rules = {
     ),
   VideoExpired: (error) =>
     apiError(410, `The content of video '${error.id}' has expired and was deleted.`, { code: "video_expired" }),
+  FileNotFound: (error) =>
+    apiError(404, `No such File object: ${clip(error.fileId)}`, { code: "not_found", param: "id" }),
+  BatchNotFound: (error) =>
+    apiError(404, `No batch found with id '${clip(error.batchId)}'.`, { code: "not_found", param: "batch_id" }),
+  BatchInvalid: (error) => apiError(400, error.message, { code: error.code, param: error.param }),
+  BatchNotCancellable: (error) =>
+    apiError(409, `Cannot cancel a batch with status '${error.status}'.`, { code: "batch_not_cancellable" }),
   ContentStoreError: () =>
     apiError(503, "the content store is unavailable right now; retry shortly", { code: "storage_unavailable" }),
   KeyNotFound: () => apiError(404, "no such API key", { code: "key_not_found" }),

@@ -215,8 +215,8 @@ models: []
   - { id: v, plugin: video, upstreams: [a], pricing: { output: "7", input: "1" } }`)
       )
       assert.deepStrictEqual(OperatorConfig.pluginIssues(config, builtinPriceKeys()), [
-        "models[0].pricing.perCall: does not apply to the text plugin (allowed: input, output, cacheRead, cacheWrite, cacheWrite1h, webSearch)",
-        "models[0].pricing.foo: does not apply to the text plugin (allowed: input, output, cacheRead, cacheWrite, cacheWrite1h, webSearch)",
+        "models[0].pricing.perCall: does not apply to the text plugin (allowed: input, output, cacheRead, cacheWrite, cacheWrite1h, webSearch, batchInput, batchOutput)",
+        "models[0].pricing.foo: does not apply to the text plugin (allowed: input, output, cacheRead, cacheWrite, cacheWrite1h, webSearch, batchInput, batchOutput)",
         "models[1].pricing.output: required by the text plugin",
         "models[2].pricing: expected at least one of perSecond, input, output",
         "models[4].pricing.input: does not apply to the video plugin (allowed: output)"

@@ -100,7 +100,7 @@ surprise: true
         "upstreams.other.protocol: expected one of openai, anthropic, gemini, openai-responses, openai-videos, ark, or a plugin's own protocol name (lowercase letters, digits, dashes)",
         "upstreams.other.apiKey: environment variable TOLLGATE_START_TEST_MISSING is not set",
         "models[0].upstreams[1]: no such upstream (defined: sim, other)",
-        "models[0].pricing.perCall: does not apply to the text plugin (allowed: input, output, cacheRead, cacheWrite, cacheWrite1h, webSearch)",
+        "models[0].pricing.perCall: does not apply to the text plugin (allowed: input, output, cacheRead, cacheWrite, cacheWrite1h, webSearch, batchInput, batchOutput)",
         "models[1].id: duplicate model id (first defined at models[0].id)",
         "models[1].pricing.input: expected a decimal string",
         "models[1].pricing.output: required by the text plugin",

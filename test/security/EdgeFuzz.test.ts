@@ -712,6 +712,69 @@ const fuzzTable: Record<string, RouteFuzz> = {
     params: () => ({ id: "video_x" }),
     query: ["variant"]
   },
+  "POST /v1/files": {
+    envelope: "openai",
+    as: "key",
+    url: () => "/v1/files",
+    form: {
+      base: () => ({ purpose: "batch" }),
+      file: {
+        name: "in.jsonl",
+        type: "application/jsonl",
+        bytes: new TextEncoder().encode(
+          `${JSON.stringify({ custom_id: "a", method: "POST", url: "/v1/chat/completions", body: { model: "sim-openai", messages: [] } })}\n`
+        )
+      },
+      fields: [{ name: "purpose", bad: fc.oneof(badFormText(64), fc.constantFrom("fine-tune", "assistants", "BATCH")) }]
+    }
+  },
+  "GET /v1/files": { envelope: "openai", as: "key", url: () => "/v1/files", query: ["limit", "after", "purpose"] },
+  "GET /v1/files/:id": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/files/${p.id}`,
+    params: () => ({ id: "file-x" })
+  },
+  "GET /v1/files/:id/content": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/files/${p.id}/content`,
+    params: () => ({ id: "file-x" })
+  },
+  "DELETE /v1/files/:id": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/files/${p.id}`,
+    params: () => ({ id: "file-x" })
+  },
+  "POST /v1/batches": {
+    envelope: "openai",
+    as: "key",
+    url: () => "/v1/batches",
+    json: {
+      base: () => ({ input_file_id: "file-x", endpoint: "/v1/chat/completions", completion_window: "24h" }),
+      fields: [
+        { path: ["input_file_id"], bad: fc.oneof(nul, highHalf, lowHalf, overLong(300), notAString) },
+        { path: ["endpoint"], bad: badEnum },
+        { path: ["completion_window"], bad: badEnum },
+        { path: ["metadata"], bad: fc.oneof(fc.integer(), fc.constant([1]), fc.constant({ k: 1 })) },
+        { path: ["metadata", "note"], bad: fc.oneof(nul, highHalf, lowHalf, overLong(600)) }
+      ]
+    }
+  },
+  "GET /v1/batches": { envelope: "openai", as: "key", url: () => "/v1/batches", query: ["limit", "after"] },
+  "GET /v1/batches/:id": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/batches/${p.id}`,
+    params: () => ({ id: "batch_x" })
+  },
+  "POST /v1/batches/:id/cancel": {
+    envelope: "openai",
+    as: "key",
+    url: (p) => `/v1/batches/${p.id}/cancel`,
+    params: () => ({ id: "batch_x" })
+  },
   "GET /": { envelope: "openai", as: "key", url: () => "/" },
   "GET /healthz": { envelope: "openai", as: "key", url: () => "/healthz" },
   "GET /readyz": { envelope: "openai", as: "key", url: () => "/readyz" },

@@ -13,6 +13,7 @@ import type { DatabaseOptions } from "../../src/adapters/store/Database.ts"
 import type { LedgerOptions } from "../../src/app/Ledger.ts"
 import type { VideoWorkerOptions } from "../../src/app/VideoTasks.ts"
 import type { BackgroundOptions } from "../../src/app/responses/BackgroundWorker.ts"
+import type { BatchWorkerOptions } from "../../src/app/batch/Batches.ts"
 import type { AuthThrottleOptions } from "../../src/http/AuthThrottle.ts"
 import type { TracingOptions } from "../../src/adapters/telemetry/Tracing.ts"
 import { memoryPglite } from "./PgliteTemplate.ts"
@@ -35,6 +36,8 @@ export const startTestGateway = async (
     readonly video?: Partial<VideoWorkerOptions>
     /** Background responses' worker (shorter leases in tests that cut the database). */
     readonly responses?: Partial<BackgroundOptions>
+    /** The batch worker (shorter leases in restart tests). */
+    readonly batches?: Partial<BatchWorkerOptions>
     /** Where videos are stored; omitted → a temporary directory removed on close. */
     readonly contentDir?: string
     /** Largest transcription upload; omitted → 25 MiB. */
@@ -62,6 +65,7 @@ export const startTestGateway = async (
     contentDir,
     video: options.video,
     responses: options.responses,
+    batches: options.batches,
     maxAudioBytes: options.maxAudioBytes,
     metricsToken: options.metricsToken === undefined ? undefined : Redacted.make(options.metricsToken),
     redisUrl: options.redisUrl === undefined ? undefined : Redacted.make(options.redisUrl),

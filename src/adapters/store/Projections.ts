@@ -5,9 +5,9 @@
  * entry in `PROJECTIONS`, with a version constant (ProjectionVersions.ts rebuilds it in place when that goes up).
  *
  * Memory: the ledger core keeps each account's balances and its pending holds only; a hold leaves memory once its
- * resolution is complete (the account's stream has moved past the command that resolved it), a video task once
- * nothing more can happen to it, deposits and usage deltas after each flush. What stays is O(accounts + keys +
- * pending holds + live video tasks), never O(events).
+ * resolution is complete (the account's stream has moved past the command that resolved it), a video task or a batch
+ * once nothing more can happen to it, deposits and usage deltas after each flush. What stays is O(accounts + keys +
+ * pending holds + live video tasks + live batches' lines), never O(events).
  */
 import type { Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
@@ -22,6 +22,7 @@ import {
   usageProjection,
   videoTasksProjection
 } from "./ProjectionTables.ts"
+import { batchesProjection } from "./BatchProjection.ts"
 
 /** An event as replay reads it: its data already upcast to the current schema version. */
 export interface ReplayEvent {
@@ -142,6 +143,7 @@ export const PROJECTIONS: ReadonlyArray<Projection> = [
   holdsProjection,
   keysProjection,
   videoTasksProjection,
+  batchesProjection,
   usageProjection
 ]
 

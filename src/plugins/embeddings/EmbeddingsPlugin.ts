@@ -158,7 +158,8 @@ const chunked = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<Readon
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
 /** The prices this family bills by (the operator config may set no others). */
-export const EMBEDDINGS_PRICE_KEYS: PriceKeys = { allowed: ["input"], required: ["input"] }
+/** `batchInput`: the input price of batch lines (app/batch/BatchPricing.ts); interactive calls never read it. */
+export const EMBEDDINGS_PRICE_KEYS: PriceKeys = { allowed: ["input", "batchInput"], required: ["input"] }
 
 export const makeEmbeddingsPlugin = (client: UpstreamClient["Service"]): EmbeddingsPlugin => {
   const post = (call: EmbeddingsCall, upstream: UpstreamConfig, path: string, body: unknown) =>

@@ -19,9 +19,12 @@ import type { PriceKeys } from "../ModelPlugin.ts"
 import { MAX_WEB_SEARCHES, wantsWebSearch } from "./convert/anthropicWebSearch.ts"
 import type { ChatRequest, Usage } from "./convert/ChatIR.ts"
 
-/** The prices this family bills by (the operator config may set no others). */
+/**
+ * The prices this family bills by (the operator config may set no others). `batchInput` and `batchOutput` are the
+ * input and output prices of batch lines (app/batch/BatchPricing.ts); interactive calls never read them.
+ */
 export const TEXT_PRICE_KEYS: PriceKeys = {
-  allowed: ["input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "webSearch"],
+  allowed: ["input", "output", "cacheRead", "cacheWrite", "cacheWrite1h", "webSearch", "batchInput", "batchOutput"],
   required: ["input", "output"]
 }
 

@@ -1,0 +1,58 @@
+/**
+ * A batch's output and error files in OpenAI's line format: one JSON object per line,
+ * `{"id", "custom_id", "response": {"status_code", "request_id", "body"} | null, "error": {"code", "message"} | null}`,
+ * in the input file's order. Answered lines go to the output file, the others (refused, failed, cancelled) to the
+ * error file; a file with no line is not written.
+ */
+import { createHash } from "node:crypto"
+import type { BatchState, LineResult } from "../../domain/batch/BatchJob.ts"
+import type { FailureReason } from "../../plugins/ModelPlugin.ts"
+
+const digest = (text: string) => createHash("sha256").update(text).digest("hex")
+
+/** The hold a line runs under: the same id on every run of the line, so a restart finds the hold it placed. */
+export const lineHoldId = (batchId: string, line: number): string => {
+  const hex = digest(`batch-line-hold:${batchId}:${line}`)
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+}
+
+/** The request id of a line: its hold's, its usage record's and its output line's, so the three join. */
+export const lineRequestId = (batchId: string, line: number): string => `${batchId}/${line}`
+
+/**
+ * The status a client calling the endpoint directly would have had for a failure (as `src/http/FailureStatus.ts`
+ * maps it for live calls: the output file has to carry it, and app does not import http).
+ */
+export const lineStatus = (reason: FailureReason): number =>
+  ({
+    invalid_request: 400,
+    rate_limited: 429,
+    overloaded: 503,
+    unavailable: 502,
+    timeout: 504,
+    not_found: 404,
+    cancelled: 400,
+    misconfigured: 500
+  })[reason]
+
+const jsonLine = (batchId: string, result: LineResult) =>
+  JSON.stringify({
+    id: `batch_req_${digest(`${batchId}:${result.line}`).slice(0, 32)}`,
+    custom_id: result.customId,
+    response:
+      result.response === null
+        ? null
+        : { status_code: result.response.statusCode, request_id: result.requestId, body: result.response.body },
+    error: result.error
+  })
+
+/** The two files' contents (undefined when empty). */
+export const renderOutput = (state: BatchState): { readonly output?: string; readonly errors?: string } => {
+  const ordered = [...state.lines.values()].sort((a, b) => a.line - b.line)
+  const output = ordered.filter((r) => r.outcome === "succeeded").map((r) => jsonLine(state.batchId, r))
+  const errors = ordered.filter((r) => r.outcome !== "succeeded").map((r) => jsonLine(state.batchId, r))
+  return {
+    ...(output.length === 0 ? {} : { output: `${output.join("\n")}\n` }),
+    ...(errors.length === 0 ? {} : { errors: `${errors.join("\n")}\n` })
+  }
+}

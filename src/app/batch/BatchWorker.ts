@@ -1,0 +1,240 @@
+/**
+ * The batch worker, on every instance: each round claims due batches under a lease and advances each one by a chunk
+ * of lines, `concurrency` lines at a time. A batch is due again at once after its chunk, so batches share the
+ * workers and a restart or a lost lease resumes from the events: lines with a result are never run again, and a line
+ * stopped between its hold and its result runs again under the same hold (its id is the line's), so it is billed
+ * once. Lines finish one commit at a time per batch (a semaphore), each with its hold's settlement or release.
+ *
+ * When no line is left the batch finalizes and writes its output and error files; a cancelled or expired batch first
+ * releases the holds of lines a stopped run left pending, then ends with the files of the lines that did finish.
+ */
+import { Clock, Duration, Effect, Queue, Semaphore } from "effect"
+import { type InputLine, readBatchInput } from "../../domain/batch/BatchInput.ts"
+import {
+  type BatchEnding,
+  type BatchState,
+  decide,
+  evolve,
+  isFinished,
+  type LineResult,
+  pendingLines
+} from "../../domain/batch/BatchJob.ts"
+import { randomUUID } from "node:crypto"
+import { formatMicros } from "../../domain/Money.ts"
+import type { AuthenticatedKey, Keys } from "../Keys.ts"
+import type { BatchStore, NewFile } from "../ports/BatchStore.ts"
+import type { StoreUnavailable } from "../StoreErrors.ts"
+import { makeCommits } from "./BatchCommits.ts"
+import { lineRequestId, renderOutput } from "./BatchOutput.ts"
+import { type LineServices, runLine } from "./BatchLineRun.ts"
+
+export interface BatchWorkerOptions {
+  readonly enabled: boolean
+  /** How often each instance looks for due batches (a batch submitted or cancelled here is taken at once). */
+  readonly pollMillis: number
+  /** How long a claim lasts without renewal: the longest a dead instance's batch waits for another worker. */
+  readonly leaseMillis: number
+  /** Lines of one batch in flight at once. */
+  readonly concurrency: number
+  /** Lines a batch advances by per claim, before other batches get their turn. */
+  readonly chunk: number
+  /** Batches one instance advances per round. */
+  readonly batchesPerRound: number
+}
+
+export const defaultBatchWorkerOptions: BatchWorkerOptions = {
+  enabled: true,
+  pollMillis: 1_000,
+  leaseMillis: 120_000,
+  concurrency: 4,
+  chunk: 32,
+  batchesPerRound: 2
+}
+
+export interface RoundReport {
+  readonly claimed: number
+  readonly ended: number
+}
+
+export interface WorkerContext {
+  readonly store: BatchStore["Service"]
+  readonly services: LineServices
+  readonly options: BatchWorkerOptions
+  readonly workerId: string
+  readonly kicks: Queue.Queue<void>
+  readonly keys: Keys["Service"]
+}
+
+export const makeBatchWorker = (context: WorkerContext) =>
+  Effect.gen(function* () {
+    const { store, services, options, workerId, kicks } = context
+    const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+    const inputs = new Map<string, ReadonlyArray<InputLine>>()
+    const { record, plainAppend, finish, start } = makeCommits({ store, ledger: services.ledger, nowIso })
+
+    /** Releases the holds of lines started and never finished (their result: `cancelled`), then ends the batch. */
+    const end = (state: BatchState, ending: BatchEnding, message: string | null) =>
+      Effect.gen(function* () {
+        const lock = yield* Semaphore.make(1)
+        for (const [line, holdId] of state.started) {
+          if (state.lines.has(line)) continue
+          const result: LineResult = {
+            line,
+            customId: state.customIds[line] ?? "",
+            outcome: "cancelled",
+            holdId,
+            cost: formatMicros(0n),
+            requestId: lineRequestId(state.batchId, line),
+            response: null,
+            error: { code: `batch_${ending}`, message: `the batch was ${ending} before this request finished` }
+          }
+          const reason = ending === "cancelled" ? "cancelled" : ending === "expired" ? "expired" : "failed"
+          yield* finish(state.batchId, lock)(result, { _tag: "Release", holdId, reason })
+        }
+        const at = new Date(yield* nowIso)
+        const ended = yield* record(
+          state.batchId,
+          (iso) => ({ type: "End", ending, outputFileId: null, errorFileId: null, message, at: iso }),
+          (latest) => {
+            const files = renderOutput(latest)
+            const file = (suffix: string, content: string): NewFile => ({
+              id: `file-${randomUUID().replaceAll("-", "")}`,
+              accountId: latest.accountId,
+              purpose: "batch_output",
+              filename: `${latest.batchId}_${suffix}.jsonl`,
+              content,
+              at
+            })
+            const output = files.output === undefined ? undefined : file("output", files.output)
+            const errors = files.errors === undefined ? undefined : file("error", files.errors)
+            const decision = decide(latest, {
+              type: "End",
+              ending,
+              outputFileId: output?.id ?? null,
+              errorFileId: errors?.id ?? null,
+              message,
+              at: at.toISOString()
+            })
+            const events = decision._tag === "Accepted" ? decision.events : []
+            const next = events.reduce<BatchState | undefined>(evolve, latest) as BatchState
+            const written = [output, errors].flatMap((f) => (f === undefined ? [] : [f]))
+            return store.append(latest, events, next, written, at)
+          }
+        )
+        inputs.delete(state.batchId)
+        yield* store.dropLease(state.batchId)
+        return ended._tag === "Written"
+      })
+
+    /**
+     * The batch's key as it is now: its model list and spend limit apply to each chunk's lines, and a key revoked or
+     * expired since the submit (or whose account is gone) stops the batch. Undefined when it can no longer be used.
+     */
+    const keyNow = (state: BatchState) =>
+      Effect.gen(function* () {
+        const views = yield* context.keys
+          .list(state.accountId)
+          .pipe(Effect.catchTag("LedgerRejected", () => Effect.succeed([])))
+        const view = views.find((candidate) => candidate.id === state.key.keyId)
+        const nowMs = yield* Clock.currentTimeMillis
+        if (view === undefined || view.revokedAt !== null) return undefined
+        if (view.expiresAt !== null && Date.parse(view.expiresAt) <= nowMs) return undefined
+        return {
+          keyId: view.id,
+          accountId: state.accountId,
+          models: view.models,
+          spendLimit: view.spendLimit
+        } satisfies AuthenticatedKey
+      })
+
+    /** The batch's requests, parsed once per instance; undefined when its input file was deleted. */
+    const inputOf = (state: BatchState) =>
+      Effect.gen(function* () {
+        const cached = inputs.get(state.batchId)
+        if (cached !== undefined) return cached
+        const content = yield* store.fileContent(state.accountId, state.inputFileId)
+        if (content === undefined) return undefined
+        const read = readBatchInput(content, state.endpoint)
+        if ("_tag" in read) return undefined
+        inputs.set(state.batchId, read)
+        return read
+      })
+
+    /** One claim's worth of work on a batch; true when it ended. */
+    const advance = (batchId: string): Effect.Effect<boolean, StoreUnavailable> =>
+      Effect.gen(function* () {
+        let state = yield* store.load(batchId)
+        if (state === undefined || isFinished(state.status)) {
+          yield* store.dropLease(batchId)
+          return false
+        }
+        const nowMs = yield* Clock.currentTimeMillis
+        if (nowMs >= Date.parse(state.expiresAt)) {
+          return yield* end(state, "expired", "the batch did not finish within its 24h completion window")
+        }
+        if (state.status === "cancelling") return yield* end(state, "cancelled", null)
+        if (state.status === "finalizing") return yield* end(state, "completed", null)
+        if (state.status === "validating") {
+          const started = yield* record(batchId, (at) => ({ type: "Start", at }), plainAppend)
+          if (started._tag === "Written") state = started.next
+        }
+        const pending = pendingLines(state)
+        if (pending.length === 0) {
+          const final = yield* record(batchId, (at) => ({ type: "Finalize", at }), plainAppend)
+          return final._tag === "Written" ? yield* end(final.next, "completed", null) : false
+        }
+        const lines = yield* inputOf(state)
+        if (lines === undefined) {
+          return yield* end(state, "failed", "the batch's input file was deleted before every line ran")
+        }
+        const key = yield* keyNow(state)
+        if (key === undefined) {
+          return yield* end(state, "failed", "the batch's API key was revoked or expired before every line ran")
+        }
+        const lock = yield* Semaphore.make(1)
+        const current = state
+        yield* Effect.forEach(
+          pending.slice(0, options.chunk),
+          (line) =>
+            Effect.gen(function* () {
+              const until = new Date((yield* Clock.currentTimeMillis) + options.leaseMillis)
+              // Another worker took the batch over (this one stalled past its lease): leave it the line.
+              if (!(yield* store.keepLease(batchId, workerId, until))) return
+              yield* runLine(services, current, key, lines[line] as InputLine, {
+                start: start(batchId, lock),
+                finish: finish(batchId, lock)
+              })
+            }),
+          { concurrency: options.concurrency, discard: true }
+        )
+        // Due again at once: the next round (here or anywhere) takes the next chunk.
+        yield* store.keepLease(batchId, workerId, new Date(yield* Clock.currentTimeMillis))
+        yield* Queue.offer(kicks, undefined)
+        return false
+      })
+
+    const runDue = Effect.gen(function* () {
+      const nowMs = yield* Clock.currentTimeMillis
+      const claimed = yield* store.claimDue(
+        workerId,
+        new Date(nowMs),
+        new Date(nowMs + options.leaseMillis),
+        options.batchesPerRound
+      )
+      const ended = yield* Effect.forEach(claimed, advance, { concurrency: "unbounded" })
+      return { claimed: claimed.length, ended: ended.filter(Boolean).length } satisfies RoundReport
+    }).pipe(Effect.withSpan("Batches.runDue"))
+
+    if (options.enabled) {
+      const round = runDue.pipe(
+        Effect.catch((error) => Effect.as(Effect.logWarning("batch worker round failed", error.message), undefined)),
+        Effect.catchDefect((defect) => Effect.logError("batch worker round crashed", defect))
+      )
+      yield* round.pipe(
+        Effect.andThen(Effect.race(Effect.sleep(Duration.millis(options.pollMillis)), Queue.take(kicks))),
+        Effect.forever,
+        Effect.forkScoped
+      )
+    }
+    return { runDue }
+  })

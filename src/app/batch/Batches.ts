@@ -1,0 +1,231 @@
+/**
+ * Batches and their files (docs/api/batches.md). `submit` checks every line as the chat endpoint would (model, key's
+ * list, fields) and records `BatchSubmitted` — nothing is held for a batch that cannot run. A worker on any instance
+ * then takes the batch under a lease and runs its lines (BatchWorker.ts), each under a hold of its own placed when
+ * the line starts and resolved, with the line's result, when it ends (BatchLineRun.ts).
+ */
+import { Clock, Context, Effect, Layer, Queue } from "effect"
+import { randomUUID } from "node:crypto"
+import {
+  BATCH_ENDPOINTS,
+  type BatchEndpoint,
+  fileLineNumbers,
+  isBatchEndpoint,
+  readBatchInput
+} from "../../domain/batch/BatchInput.ts"
+import { type BatchState, evolve, type BatchSubmitted } from "../../domain/batch/BatchJob.ts"
+import { formatMicros } from "../../domain/Money.ts"
+import { heldCallServices } from "../HeldCall.ts"
+import { type AuthenticatedKey, Keys } from "../Keys.ts"
+import { type BatchRow, BatchStore, type FileRow, type Page } from "../ports/BatchStore.ts"
+import { ChatDialects } from "../ports/ChatDialects.ts"
+import { ResponseStore } from "../ports/ResponseStore.ts"
+import { TokenCounter } from "../ports/TokenCounter.ts"
+import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
+import { makeCommits } from "./BatchCommits.ts"
+import { BatchInvalid, BatchNotCancellable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
+import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
+import { type LineServices, planLine } from "./LinePlans.ts"
+
+export { type BatchWorkerOptions, defaultBatchWorkerOptions } from "./BatchWorker.ts"
+
+const COMPLETION_WINDOW = "24h"
+const WINDOW_MILLIS = 24 * 3_600_000
+
+export interface SubmitBatch {
+  readonly key: AuthenticatedKey
+  readonly inputFileId: string
+  readonly endpoint: string
+  readonly completionWindow: string
+  readonly metadata: Readonly<Record<string, string>> | null
+  readonly requestId: string
+}
+
+type Paged<A> = { readonly rows: ReadonlyArray<A>; readonly hasMore: boolean }
+
+export class Batches extends Context.Service<
+  Batches,
+  {
+    readonly createFile: (
+      accountId: string,
+      file: { readonly purpose: string; readonly filename: string; readonly content: string }
+    ) => Effect.Effect<FileRow, StoreUnavailable>
+    readonly getFile: (accountId: string, id: string) => Effect.Effect<FileRow, FileNotFound | StoreUnavailable>
+    readonly fileContent: (accountId: string, id: string) => Effect.Effect<string, FileNotFound | StoreUnavailable>
+    readonly listFiles: (
+      accountId: string,
+      page: Page & { readonly purpose: string | undefined }
+    ) => Effect.Effect<Paged<FileRow>, StoreUnavailable>
+    readonly deleteFile: (accountId: string, id: string) => Effect.Effect<void, FileNotFound | StoreUnavailable>
+    readonly submit: (
+      input: SubmitBatch
+    ) => Effect.Effect<BatchRow, BatchInvalid | FileNotFound | BatchNotFound | StoreUnavailable | StoreRefused>
+    readonly get: (accountId: string, id: string) => Effect.Effect<BatchRow, BatchNotFound | StoreUnavailable>
+    readonly list: (accountId: string, page: Page) => Effect.Effect<Paged<BatchRow>, StoreUnavailable>
+    readonly cancel: (
+      accountId: string,
+      id: string
+    ) => Effect.Effect<BatchRow, BatchNotFound | BatchNotCancellable | StoreUnavailable>
+    /** One worker round: claims due batches and advances each by a chunk of lines. */
+    readonly runDue: Effect.Effect<RoundReport, StoreUnavailable>
+    /** This instance's worker id (lease owner). */
+    readonly workerId: string
+  }
+>()("tollgate/app/batch/Batches") {
+  static readonly layerWith = (options: BatchWorkerOptions) =>
+    Layer.effect(
+      Batches,
+      Effect.gen(function* () {
+        const store = yield* BatchStore
+        const held = yield* heldCallServices
+        const dialects = yield* ChatDialects
+        const responses = yield* ResponseStore
+        const services: LineServices = { ...held, dialects, responses, tokens: yield* TokenCounter }
+        const kicks = yield* Queue.sliding<void>(1)
+        const workerId = `batch-worker-${randomUUID()}`
+        const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+        const commits = makeCommits({
+          store,
+          ledger: held.ledger,
+          nowIso: Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+        })
+        const paged = <A>(rows: ReadonlyArray<A>, limit: number): Paged<A> => ({
+          rows: rows.slice(0, limit),
+          hasMore: rows.length > limit
+        })
+
+        const getFile = (accountId: string, id: string) =>
+          Effect.flatMap(store.findFile(accountId, id), (row) =>
+            row === undefined ? Effect.fail(new FileNotFound({ fileId: id })) : Effect.succeed(row)
+          )
+
+        const get = (accountId: string, id: string) =>
+          Effect.flatMap(store.find(accountId, id), (row) =>
+            row === undefined ? Effect.fail(new BatchNotFound({ batchId: id })) : Effect.succeed(row)
+          )
+
+        /** Every line as its endpoint would take it; the first refusal names its file line and field. */
+        const checkLines = Effect.fnUntraced(function* (input: SubmitBatch, endpoint: BatchEndpoint, content: string) {
+          const read = readBatchInput(content, endpoint)
+          if ("_tag" in read) {
+            const where = read.line === null ? "" : `line ${read.line}: `
+            return yield* new BatchInvalid({
+              message: `${where}${read.param === "" ? "" : `${read.param}: `}${read.message}`,
+              param: read.param === "" ? null : read.param,
+              line: read.line,
+              code: "invalid_batch_line"
+            })
+          }
+          const fileLines = fileLineNumbers(content)
+          for (const line of read) {
+            const planned = yield* Effect.result(planLine(services, endpoint, input.key, line.body, input.requestId))
+            if (planned._tag === "Success") continue
+            const at = fileLines[line.line] ?? line.line + 1
+            const field = `body.${planned.failure.param ?? "model"}`
+            return yield* new BatchInvalid({
+              message: `line ${at}: ${field}: ${planned.failure.message}`,
+              param: field,
+              line: at,
+              code: "invalid_batch_line"
+            })
+          }
+          return read
+        })
+
+        const submit = Effect.fnUntraced(function* (input: SubmitBatch) {
+          const endpoint = input.endpoint
+          if (!isBatchEndpoint(endpoint)) {
+            const message = `endpoint: '${endpoint}' is not available for batches; use ${BATCH_ENDPOINTS.join(" or ")}`
+            return yield* new BatchInvalid({ message, param: "endpoint", line: null, code: "invalid_value" })
+          }
+          if (input.completionWindow !== COMPLETION_WINDOW) {
+            const message = `completion_window: only '${COMPLETION_WINDOW}' is offered`
+            return yield* new BatchInvalid({ message, param: "completion_window", line: null, code: "invalid_value" })
+          }
+          const file = yield* getFile(input.key.accountId, input.inputFileId)
+          if (file.purpose !== "batch") {
+            const message = `input_file_id: the file's purpose is '${file.purpose}', not 'batch'`
+            return yield* new BatchInvalid({ message, param: "input_file_id", line: null, code: "invalid_value" })
+          }
+          const content = yield* Effect.flatMap(store.fileContent(input.key.accountId, file.id), (text) =>
+            text === undefined ? Effect.fail(new FileNotFound({ fileId: file.id })) : Effect.succeed(text)
+          )
+          const lines = yield* checkLines(input, endpoint, content)
+          const at = yield* now
+          const event: BatchSubmitted = {
+            type: "BatchSubmitted",
+            data: {
+              batchId: `batch_${randomUUID().replaceAll("-", "")}`,
+              accountId: input.key.accountId,
+              key: {
+                keyId: input.key.keyId,
+                models: input.key.models,
+                spendLimit: input.key.spendLimit === null ? null : formatMicros(input.key.spendLimit)
+              },
+              endpoint: input.endpoint,
+              inputFileId: file.id,
+              completionWindow: input.completionWindow,
+              customIds: lines.map((line) => line.customId),
+              metadata: input.metadata,
+              requestId: input.requestId,
+              expiresAt: new Date(at.getTime() + WINDOW_MILLIS).toISOString(),
+              at: at.toISOString()
+            }
+          }
+          const next = evolve(undefined, event) as BatchState
+          yield* store.append(undefined, [event], next, [], at).pipe(
+            // A fresh id cannot collide: a conflict here is a bug.
+            Effect.catchTag("StreamVersionConflict", (error) => Effect.die(error))
+          )
+          yield* Queue.offer(kicks, undefined)
+          return yield* get(input.key.accountId, next.batchId)
+        })
+
+        /** Records the cancellation at the batch's latest version (another writer moving it: read again). */
+        const cancel = Effect.fnUntraced(function* (accountId: string, id: string) {
+          yield* get(accountId, id)
+          const recorded = yield* commits.record(id, (at) => ({ type: "Cancel", at }), commits.plainAppend)
+          if (recorded._tag === "Gone") return yield* new BatchNotFound({ batchId: id })
+          if (recorded._tag === "Refused") {
+            return yield* new BatchNotCancellable({ batchId: id, status: recorded.state.status })
+          }
+          yield* Queue.offer(kicks, undefined)
+          return yield* get(accountId, id)
+        })
+
+        const { runDue } = yield* makeBatchWorker({
+          store,
+          services,
+          options,
+          workerId,
+          kicks,
+          keys: yield* Keys
+        })
+
+        return Batches.of({
+          createFile: Effect.fnUntraced(function* (accountId, file) {
+            const id = `file-${randomUUID().replaceAll("-", "")}`
+            yield* store.createFile({ id, accountId, ...file, at: yield* now })
+            return yield* Effect.map(store.findFile(accountId, id), (row) => row as FileRow)
+          }),
+          getFile,
+          fileContent: (accountId, id) =>
+            Effect.flatMap(store.fileContent(accountId, id), (text) =>
+              text === undefined ? Effect.fail(new FileNotFound({ fileId: id })) : Effect.succeed(text)
+            ),
+          listFiles: (accountId, page) =>
+            Effect.map(store.listFiles(accountId, page), (rows) => paged(rows, page.limit)),
+          deleteFile: (accountId, id) =>
+            Effect.flatMap(store.deleteFile(accountId, id), (deleted) =>
+              deleted ? Effect.void : Effect.fail(new FileNotFound({ fileId: id }))
+            ),
+          submit,
+          get,
+          list: (accountId, page) => Effect.map(store.list(accountId, page), (rows) => paged(rows, page.limit)),
+          cancel,
+          runDue,
+          workerId
+        })
+      })
+    )
+}

@@ -1,0 +1,192 @@
+/**
+ * What a batch line is on its endpoint, planned exactly as the interactive call plans it: the model for the key, the
+ * body read the endpoint's way, the estimate (at batch prices) — and the call, which answers the body the client would
+ * have had and its price. Chat lines go through `app/ChatPlan.ts`, the deployments' routing and `app/ChatJsonReply.ts`;
+ * embeddings lines through `app/EmbeddingsBody.ts` and the plugin's `embed`, as `app/EmbeddingsGateway.ts` calls it.
+ * Submit uses the plan to refuse a line; the worker plans again and runs it.
+ */
+import { Clock, Effect, Exit } from "effect"
+import type { BatchEndpoint } from "../../domain/batch/BatchInput.ts"
+import type { RefundReason } from "../../domain/ledger/LedgerEvent.ts"
+import type { Micros } from "../../domain/Money.ts"
+import type { PluginFailure } from "../../plugins/ModelPlugin.ts"
+import { deliverJson } from "../ChatJsonReply.ts"
+import type { ChatInput } from "../ChatGateway.ts"
+import { planChat } from "../ChatPlan.ts"
+import { embeddingsBody, readEmbeddingsRequest } from "../EmbeddingsBody.ts"
+import { type CallHold, type HeldCallServices, resolveModel } from "../HeldCall.ts"
+import type { AuthenticatedKey } from "../Keys.ts"
+import type { ChatDialects } from "../ports/ChatDialects.ts"
+import type { ResponseStore } from "../ports/ResponseStore.ts"
+import type { TokenCounter } from "../ports/TokenCounter.ts"
+import { lineStatus } from "./BatchOutput.ts"
+import { batchPriced } from "./BatchPricing.ts"
+
+export interface LineServices extends HeldCallServices {
+  readonly dialects: ChatDialects["Service"]
+  readonly responses: ResponseStore["Service"]
+  readonly tokens: TokenCounter["Service"]
+}
+
+/** Why a line cannot run at all, before anything is held; `param` is the body's field. */
+export interface PlanRefusal {
+  readonly status: number
+  readonly code: string
+  readonly message: string
+  readonly param: string | null
+}
+
+/** Why a call that ran (under its hold) has no answer to bill; the hold goes back for `release`. */
+export interface LineFailure {
+  readonly status: number
+  readonly code: string
+  readonly message: string
+  readonly release: RefundReason
+}
+
+export interface LinePlan {
+  readonly modelId: string
+  readonly pluginId: string
+  /** Held for the line, at batch prices. */
+  readonly amount: Micros
+  readonly run: Effect.Effect<{ readonly body: unknown; readonly cost: Micros; readonly usage: unknown }, LineFailure>
+}
+
+const refused = (error: { readonly _tag: string; readonly message?: string; readonly param?: string | null }) => {
+  switch (error._tag) {
+    case "ModelNotFound":
+      return { status: 404, code: "model_not_found", message: "the model does not exist", param: "model" }
+    case "ModelNotAllowed":
+      return {
+        status: 403,
+        code: "model_not_allowed",
+        message: "the batch's key may not use this model",
+        param: "model"
+      }
+    default:
+      return { status: 400, code: "invalid_request", message: error.message ?? "refused", param: error.param ?? null }
+  }
+}
+
+const failedCall = (failure: PluginFailure): LineFailure => ({
+  status: lineStatus(failure.reason),
+  code: failure.code ?? failure.reason,
+  message: failure.message,
+  release: failure.reason === "invalid_request" ? "rejected" : "failed"
+})
+
+const unreadable: LineFailure = {
+  status: 502,
+  code: "upstream_unreadable",
+  message: "the upstream sent a response the gateway cannot read",
+  release: "failed"
+}
+
+/** A hold that only remembers what deliverJson asks of it: the line's commit then writes it with the result. */
+const deferredHold = (holdId: string) => {
+  const seen: { settled?: { cost: Micros; usage: unknown } } = {}
+  const hold: CallHold = {
+    holdId,
+    committed: Effect.void,
+    settleDelivered: (cost, usage) =>
+      Effect.sync(() => {
+        seen.settled = { cost, usage }
+      }),
+    abandon: () => Effect.void
+  }
+  return { hold, seen }
+}
+
+const chatPlan = (services: LineServices, key: AuthenticatedKey, body: Record<string, unknown>, requestId: string) =>
+  Effect.gen(function* () {
+    const chat: ChatInput = { dialect: "openai", body, key, requestId }
+    const planned = yield* planChat(services.registry, services.dialects, chat).pipe(Effect.mapError(refused))
+    const plan = { ...planned, model: batchPriced(planned.model) }
+    const run = Effect.gen(function* () {
+      const called = yield* Effect.exit(
+        services.deployments.route(plan.model, plan.hint, (deployment) =>
+          plan.plugin.invoke({
+            model: deployment,
+            request: plan.request,
+            client: plan.clientCall,
+            requestId,
+            signal: new AbortController().signal
+          })
+        )
+      )
+      if (Exit.isFailure(called)) {
+        const failure = Exit.findErrorOption(called)
+        return yield* Effect.fail(failure._tag === "Some" ? failedCall(failure.value) : unreadable)
+      }
+      const reply = called.value
+      if (reply._tag !== "Body") return yield* Effect.fail(unreadable)
+      const { hold, seen } = deferredHold(requestId)
+      const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+      const services_ = { dialects: services.dialects, store: services.responses }
+      const delivered = yield* Effect.result(deliverJson(services_, plan, chat, hold, reply, created))
+      if (delivered._tag === "Failure" || delivered.success._tag !== "Json" || seen.settled === undefined) {
+        return yield* Effect.fail(unreadable)
+      }
+      return { body: delivered.success.body, ...seen.settled }
+    })
+    const amount = plan.plugin.pricing.estimate({ request: plan.request, inputTokens: plan.inputTokens }, plan.model)
+    return { modelId: plan.modelId, pluginId: plan.plugin.id, amount, run } satisfies LinePlan
+  })
+
+const embeddingsPlan = (
+  services: LineServices,
+  key: AuthenticatedKey,
+  body: Record<string, unknown>,
+  requestId: string
+) =>
+  Effect.gen(function* () {
+    const read = yield* readEmbeddingsRequest(body).pipe(Effect.mapError(refused))
+    const { plugin, model: configured } = yield* resolveModel(
+      services.registry,
+      "embeddings",
+      read.model,
+      key,
+      "POST /v1/embeddings"
+    ).pipe(Effect.mapError(refused))
+    const model = batchPriced(configured)
+    const texts = read.request.inputs.flatMap((input) => (input._tag === "Text" ? [input.text] : []))
+    const tokenIds = read.request.inputs.reduce(
+      (n, input) => n + (input._tag === "Tokens" ? input.tokens.length : 0),
+      0
+    )
+    const inputTokens = (yield* services.tokens.countMany(texts)) + tokenIds
+    const run = Effect.gen(function* () {
+      const reply = yield* services.deployments
+        .route(model, {}, (deployment) =>
+          plugin.embed({
+            model: deployment,
+            request: read.request,
+            inputTokens,
+            requestId,
+            signal: new AbortController().signal
+          })
+        )
+        .pipe(Effect.mapError(failedCall))
+      // A reply the client cannot match to its inputs is not delivered: nothing is charged for it.
+      if (reply.vectors.length !== read.request.inputs.length) return yield* Effect.fail(unreadable)
+      return {
+        body: embeddingsBody(reply, read.model, read.format),
+        cost: plugin.pricing.price({ promptTokens: reply.promptTokens }, model),
+        usage: { promptTokens: reply.promptTokens, inputs: read.request.inputs.length, estimatedTokens: inputTokens }
+      }
+    })
+    const amount = plugin.pricing.estimate({ request: read.request, inputTokens }, model)
+    return { modelId: read.model, pluginId: plugin.id, amount, run } satisfies LinePlan
+  })
+
+/** The line's plan on `endpoint`, or why it cannot run. */
+export const planLine = (
+  services: LineServices,
+  endpoint: BatchEndpoint,
+  key: AuthenticatedKey,
+  body: Record<string, unknown>,
+  requestId: string
+): Effect.Effect<LinePlan, PlanRefusal> =>
+  endpoint === "/v1/embeddings"
+    ? embeddingsPlan(services, key, body, requestId)
+    : chatPlan(services, key, body, requestId)

@@ -1,0 +1,116 @@
+/**
+ * A batch's 24-hour window, driven by TestClock on the embedded store with the built-in simulator catalog: the loop is
+ * off and each round is `runDue` by hand. A batch past its window ends `expired` with the lines that did run billed
+ * and in its output file, the others never held.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
+import { TestClock } from "effect/testing"
+import { SqlClient } from "effect/sql"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { servicesLayer } from "../../src/AppLayer.ts"
+import { Batches } from "../../src/app/batch/Batches.ts"
+import { Keys } from "../../src/app/Keys.ts"
+import { Ledger } from "../../src/app/Ledger.ts"
+import { parseDecimal } from "../../src/domain/Money.ts"
+import { memoryPglite } from "../support/PgliteTemplate.ts"
+
+const services = () =>
+  servicesLayer({
+    database: memoryPglite(),
+    adminToken: Redacted.make("tga_test_unused"),
+    maxBodyBytes: 1024 * 1024,
+    configPath: undefined,
+    contentDir: mkdtempSync(join(tmpdir(), "tollgate-batch-expiry-")),
+    video: { enabled: false },
+    batches: { enabled: false, chunk: 1, concurrency: 1 },
+    // The clock jumps by a day: the hold sweep and the background-responses worker are not under test.
+    ledger: { sweepIntervalMillis: 3_600_000 },
+    responses: { pollMillis: 3_600_000, renewMillis: 3_600_000 }
+  })
+
+const line = (i: number) =>
+  JSON.stringify({
+    custom_id: `l${i}`,
+    method: "POST",
+    url: "/v1/chat/completions",
+    body: { model: "sim-openai", messages: [{ role: "user", content: `Line ${i}.` }], max_tokens: 16 }
+  })
+
+describe("batch expiry", () => {
+  it.effect(
+    "ends a batch past its window as expired: run lines billed, the rest never held",
+    () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const batches = yield* Batches
+        const account = yield* ledger.openAccount("batch")
+        yield* ledger.deposit(account.id, parseDecimal("10") as bigint, "seed")
+        const created = yield* (yield* Keys).create(account.id, {
+          name: "batch",
+          models: null,
+          expiresAt: null,
+          spendLimit: null
+        })
+        const key = { keyId: created.id, accountId: account.id, models: null, spendLimit: null }
+        const file = yield* batches.createFile(account.id, {
+          purpose: "batch",
+          filename: "in.jsonl",
+          content: [0, 1, 2, 3].map(line).join("\n")
+        })
+        const submitted = yield* batches.submit({
+          key,
+          inputFileId: file.id,
+          endpoint: "/v1/chat/completions",
+          completionWindow: "24h",
+          metadata: null,
+          requestId: "req_test"
+        })
+        assert.strictEqual(submitted.status, "validating")
+        yield* batches.runDue
+        const running = yield* batches.get(account.id, submitted.id)
+        assert.strictEqual(running.status, "in_progress")
+        assert.strictEqual(running.completed, 1)
+
+        // Not yet: a round just before the window ends runs the next line.
+        yield* TestClock.adjust("23 hours")
+        yield* batches.runDue
+        assert.strictEqual((yield* batches.get(account.id, submitted.id)).completed, 2)
+
+        yield* TestClock.adjust("1 hour")
+        yield* batches.runDue
+        const expired = yield* batches.get(account.id, submitted.id)
+        assert.strictEqual(expired.status, "expired")
+        assert.deepStrictEqual([expired.total, expired.completed, expired.failed], [4, 2, 0])
+        assert.isNotNull(expired.expired_at)
+        assert.deepStrictEqual(expired.errors, { message: "the batch did not finish within its 24h completion window" })
+        const output = (yield* batches.fileContent(account.id, expired.output_file_id as string)).trim().split("\n")
+        assert.deepStrictEqual(
+          output.map((text) => JSON.parse(text).custom_id),
+          ["l0", "l1"]
+        )
+
+        const sql = yield* SqlClient.SqlClient
+        const holds = yield* sql<{ status: string; captured: string }>`
+          SELECT status, captured::text FROM holds WHERE account_id = ${account.id}::uuid`
+        assert.deepStrictEqual(
+          holds.map((h) => h.status),
+          ["settled", "settled"]
+        )
+        const [row] = yield* sql<{ captured: string; held: string }>`
+          SELECT captured::text, held::text FROM accounts WHERE id = ${account.id}::uuid`
+        assert.strictEqual(row?.held, "0")
+        assert.strictEqual(
+          BigInt(row?.captured ?? "-1"),
+          holds.reduce((sum, h) => sum + BigInt(h.captured), 0n)
+        )
+        assert.strictEqual(expired.cost, row?.captured)
+        // Nothing moves an expired batch.
+        yield* TestClock.adjust("1 hour")
+        assert.deepStrictEqual(yield* batches.runDue, { claimed: 0, ended: 0 })
+      }).pipe(Effect.provide(services())),
+    60_000
+  )
+})

@@ -1,0 +1,117 @@
+/**
+ * A batch survives its gateway: the gateway stops mid-batch (lines in flight under their holds), a new one starts on
+ * the same database and finishes the batch from its events — every line has exactly one hold and one settlement, the
+ * output file has each line once, and nothing stays held. On the real Postgres of `TEST_DATABASE_URL` when set (a fresh
+ * database, dropped afterwards), else on a PGlite data directory (whose first start takes much longer).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { randomUUID } from "node:crypto"
+import { Redacted } from "effect"
+import OpenAI, { toFile } from "openai"
+import type { DatabaseOptions } from "../../../src/adapters/store/Database.ts"
+import { afterAll, beforeAll, expect, it } from "vitest"
+import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
+import { memoryPglite } from "../../support/PgliteTemplate.ts"
+import { runPostgres } from "../../support/TestDatabase.ts"
+import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
+import { makeAdmin } from "../chat/ChatHarness.ts"
+
+let slow: RunningSimulator
+let dir: string
+let configPath: string
+let database: DatabaseOptions
+const baseUrl = process.env.TEST_DATABASE_URL
+const dbName = `tollgate_batch_${randomUUID().replaceAll("-", "").slice(0, 12)}`
+
+beforeAll(async () => {
+  slow = await startSimulator({ faults: { latencyMs: 120 } })
+  dir = mkdtempSync(join(tmpdir(), "tollgate-batch-restart-"))
+  configPath = join(dir, "tollgate.yaml")
+  if (baseUrl !== undefined && baseUrl !== "") {
+    await runPostgres(baseUrl, `CREATE DATABASE ${dbName}`)
+    const url = new URL(baseUrl)
+    url.pathname = `/${dbName}`
+    database = { kind: "postgres", url: Redacted.make(url.toString()), maxConnections: 4 }
+  } else {
+    // The first start loads the suites' migrated template (no initdb); the restart opens what it left on disk.
+    const template = memoryPglite()
+    database = { kind: "pglite", dataDir: join(dir, "db"), ...("seed" in template ? { seed: template.seed } : {}) }
+  }
+  writeFileSync(
+    configPath,
+    `
+upstreams:
+  slow: { protocol: openai, baseUrl: "${slow.baseUrl}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+models:
+  - { id: slow-model, plugin: text, upstreams: [slow], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
+`
+  )
+})
+
+afterAll(async () => {
+  if (baseUrl !== undefined && baseUrl !== "")
+    await runPostgres(baseUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
+  await slow?.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const start = (again = false) =>
+  startTestGateway({
+    configPath,
+    database: again && database.kind === "pglite" ? { kind: "pglite", dataDir: database.dataDir } : database,
+    batches: { leaseMillis: 600, pollMillis: 100, concurrency: 4, chunk: 8 }
+  })
+
+const client = (gateway: TestGateway, key: string) =>
+  new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
+
+it("resumes after a restart: each line held once, billed once, in the output once", async () => {
+  let gateway = await start()
+  const admin = makeAdmin(gateway)
+  const customer = await admin.customer({ deposit: "10" })
+  let openai = client(gateway, customer.key)
+  const lines = Array.from({ length: 24 }, (_, i) => ({
+    custom_id: `line-${i}`,
+    method: "POST",
+    url: "/v1/chat/completions",
+    body: { model: "slow-model", messages: [{ role: "user", content: `Line ${i}.` }], max_tokens: 32 }
+  }))
+  const content = `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
+  const file = await openai.files.create({ file: await toFile(Buffer.from(content), "in.jsonl"), purpose: "batch" })
+  const created = await openai.batches.create({
+    input_file_id: file.id,
+    endpoint: "/v1/chat/completions",
+    completion_window: "24h"
+  })
+  for (let i = 0; i < 100; i++) {
+    if (((await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0) >= 4) break
+    await new Promise((resolve) => setTimeout(resolve, 30))
+  }
+  await gateway.close()
+
+  gateway = await start(true)
+  openai = client(gateway, customer.key)
+  let batch = await openai.batches.retrieve(created.id)
+  expect(batch.request_counts?.completed ?? 0).toBeLessThan(24)
+  for (let i = 0; i < 200 && batch.status !== "completed"; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    batch = await openai.batches.retrieve(created.id)
+  }
+  expect(batch.status).toBe("completed")
+  expect(batch.request_counts).toEqual({ total: 24, completed: 24, failed: 0 })
+  const output = (await (await openai.files.content(batch.output_file_id as string)).text()).trim().split("\n")
+  expect(output.map((line) => JSON.parse(line).custom_id)).toEqual(lines.map((line) => line.custom_id))
+
+  const ledger = await makeAdmin(gateway).ledger(customer.accountId)
+  const holds = ledger.filter((entry) => entry.type === "HoldPlaced")
+  expect(new Set(holds.map((entry) => entry.holdId)).size).toBe(24)
+  expect(holds).toHaveLength(24)
+  const settled = ledger.filter((entry) => entry.type === "UsageRecalculated")
+  expect(new Set(settled.map((entry) => entry.holdId)).size).toBe(24)
+  expect(settled).toHaveLength(24)
+  const balance = await makeAdmin(gateway).balance(customer.accountId)
+  expect(balance.held).toBe("0.000000")
+  await gateway.close()
+}, 45_000)

@@ -1,0 +1,373 @@
+/**
+ * Batches end to end with the official `openai` SDK: files.create, batches.create/retrieve/list/cancel and
+ * files.content against the real gateway on PGlite, with lines on three vendors' simulators (and one that always
+ * fails). The output file, the ledger and the usage report must agree line by line at batch prices.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import OpenAI, { toFile } from "openai"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
+import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
+import { type Admin, makeAdmin } from "../chat/ChatHarness.ts"
+
+const configYaml = (sim: string, broken: string, slow: string) => `
+upstreams:
+  sim-openai: { protocol: openai, baseUrl: "${sim}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+  sim-anthropic: { protocol: anthropic, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+  sim-gemini: { protocol: gemini, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+  broken: { protocol: openai, baseUrl: "${broken}/v1", apiKey: "sk-sim-test-key", timeoutMs: 5000 }
+  slow: { protocol: openai, baseUrl: "${slow}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+models:
+  - { id: sim-openai, plugin: text, upstreams: [sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
+  - { id: sim-anthropic, plugin: text, upstreams: [sim-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60", batchInput: "0.10", batchOutput: "0.40" } }
+  - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" } }
+  - { id: broken-model, plugin: text, upstreams: [broken], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
+  - { id: sim-embedding, plugin: embeddings, upstreams: [sim-openai], upstreamModel: sim-embedding, pricing: { input: "0.02" } }
+  - { id: slow-model, plugin: text, upstreams: [slow], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
+`
+
+/** Micro-dollars per 1M tokens at batch prices: explicit keys, else half the interactive ones. */
+const BATCH_PRICES: Record<string, { input: bigint; output: bigint }> = {
+  "sim-openai": { input: 75_000n, output: 300_000n },
+  "sim-anthropic": { input: 100_000n, output: 400_000n },
+  "sim-gemini": { input: 75_000n, output: 300_000n }
+}
+
+const ceilPerMillion = (tokens: number, price: bigint) => (BigInt(tokens) * price + 999_999n) / 1_000_000n
+const micros = (decimal: string) => {
+  const [whole = "0", fraction = ""] = decimal.replace("-", "").split(".")
+  return BigInt(whole) * 1_000_000n + BigInt(fraction.padEnd(6, "0"))
+}
+
+let sim: RunningSimulator
+let broken: RunningSimulator
+let slow: RunningSimulator
+let gateway: TestGateway
+let admin: Admin
+let dir: string
+
+beforeAll(async () => {
+  sim = await startSimulator()
+  broken = await startSimulator({ faults: { status: 500 } })
+  slow = await startSimulator({ faults: { latencyMs: 150 } })
+  dir = mkdtempSync(join(tmpdir(), "tollgate-batches-"))
+  const configPath = join(dir, "tollgate.yaml")
+  writeFileSync(configPath, configYaml(sim.baseUrl, broken.baseUrl, slow.baseUrl))
+  gateway = await startTestGateway({ configPath })
+  admin = makeAdmin(gateway)
+}, 30_000)
+
+afterAll(async () => {
+  await gateway?.close()
+  await Promise.all([sim?.close(), broken?.close(), slow?.close()])
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
+
+const jsonl = (lines: ReadonlyArray<unknown>) => `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
+
+const request = (customId: string, model: string, text: string, extra: Record<string, unknown> = {}) => ({
+  custom_id: customId,
+  method: "POST",
+  url: "/v1/chat/completions",
+  body: { model, messages: [{ role: "user", content: text }], max_tokens: 64, ...extra }
+})
+
+const waitFor = async (openai: OpenAI, id: string, done: (status: string) => boolean) => {
+  for (let i = 0; i < 200; i++) {
+    const batch = await openai.batches.retrieve(id)
+    if (done(batch.status)) return batch
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`batch ${id} did not finish`)
+}
+
+const ledgerOf = async (accountId: string) => admin.ledger(accountId)
+
+describe("batches on the OpenAI surface", () => {
+  it("runs every line on its vendor, billed at batch prices, and the output, ledger and usage agree", async () => {
+    const customer = await admin.customer({ deposit: "10" })
+    const openai = client(customer.key)
+    const models = ["sim-openai", "sim-anthropic", "sim-gemini"]
+    const lines = [
+      ...Array.from({ length: 24 }, (_, i) =>
+        request(`req-${i}`, models[i % 3] as string, `Say something short about the number ${i}.`)
+      ),
+      request("req-broken", "broken-model", "This upstream always fails.")
+    ]
+    const file = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl(lines)), "in.jsonl"),
+      purpose: "batch"
+    })
+    expect(file).toMatchObject({ object: "file", purpose: "batch", filename: "in.jsonl" })
+    expect((await openai.files.retrieve(file.id)).bytes).toBe(Buffer.byteLength(jsonl(lines)))
+
+    const created = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/chat/completions",
+      completion_window: "24h",
+      metadata: { job: "nightly" }
+    })
+    expect(["validating", "in_progress"]).toContain(created.status)
+    expect(created.request_counts).toEqual({ total: 25, completed: 0, failed: 0 })
+    const batch = await waitFor(openai, created.id, (status) => status === "completed")
+    expect(batch.request_counts).toEqual({ total: 25, completed: 24, failed: 1 })
+    expect(batch.metadata).toEqual({ job: "nightly" })
+    expect(batch.in_progress_at).not.toBeNull()
+    expect(batch.finalizing_at).not.toBeNull()
+    expect(batch.output_file_id).not.toBeNull()
+    expect(batch.error_file_id).not.toBeNull()
+
+    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line))
+    expect(output.map((line) => line.custom_id)).toEqual(lines.slice(0, 24).map((line) => line.custom_id))
+    const charges = (await (
+      await fetch(`${gateway.url}/v1/usage/requests?limit=1000`, {
+        headers: { authorization: `Bearer ${customer.key}` }
+      })
+    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string; model: string }> }
+    const ledger = await ledgerOf(customer.accountId)
+    let total = 0n
+    for (const [index, line] of output.entries()) {
+      expect(line.response.status_code).toBe(200)
+      expect(line.error).toBeNull()
+      const body = line.response.body
+      expect(body.object).toBe("chat.completion")
+      expect(body.model).toBe(models[index % 3])
+      const prices = BATCH_PRICES[body.model] as { input: bigint; output: bigint }
+      const expected =
+        ceilPerMillion(body.usage.prompt_tokens, prices.input) +
+        ceilPerMillion(body.usage.completion_tokens, prices.output)
+      expect(expected).toBeGreaterThan(0n)
+      const charge = charges.data.find((c) => c.requestId === line.response.request_id)
+      expect(charge).toMatchObject({ status: "settled", model: body.model })
+      expect(micros(charge?.cost ?? "")).toBe(expected)
+      const hold = ledger.find((entry) => entry.type === "HoldPlaced" && entry.requestId === line.response.request_id)
+      const recalculated = ledger.filter((entry) => entry.type === "UsageRecalculated" && entry.holdId === hold?.holdId)
+      expect(recalculated).toHaveLength(1)
+      expect(micros(String(recalculated[0]?.data.captured))).toBe(expected)
+      total += expected
+    }
+    const errors = (await (await openai.files.content(batch.error_file_id as string)).text()).trim().split("\n")
+    expect(errors).toHaveLength(1)
+    const failed = JSON.parse(errors[0] as string)
+    expect(failed.custom_id).toBe("req-broken")
+    expect(failed.response.status_code).toBeGreaterThanOrEqual(500)
+    expect(failed.error.message).toBeTruthy()
+    const refund = charges.data.find((c) => c.requestId === failed.response.request_id)
+    expect(refund).toMatchObject({ status: "released", cost: "0.000000" })
+
+    const balance = await admin.balance(customer.accountId)
+    expect(balance.held).toBe("0.000000")
+    expect(micros(balance.captured)).toBe(total)
+    expect(ledger.filter((entry) => entry.type === "HoldPlaced")).toHaveLength(25)
+
+    // Another account's key sees none of it.
+    const other = client((await admin.customer()).key)
+    await expect(other.batches.retrieve(batch.id)).rejects.toMatchObject({ status: 404 })
+    await expect(other.files.retrieve(file.id)).rejects.toMatchObject({ status: 404 })
+    await expect(other.files.content(batch.output_file_id as string)).rejects.toMatchObject({ status: 404 })
+
+    const files = await openai.files.list()
+    expect(files.data.map((f) => f.id)).toEqual(
+      expect.arrayContaining([file.id, batch.output_file_id, batch.error_file_id])
+    )
+    expect((await openai.files.delete(file.id)).deleted).toBe(true)
+    await expect(openai.files.retrieve(file.id)).rejects.toMatchObject({ status: 404 })
+  }, 30_000)
+
+  it("runs embeddings lines at half the input price, output and usage agreeing line by line", async () => {
+    const customer = await admin.customer({ deposit: "10" })
+    const openai = client(customer.key)
+    const inputs: ReadonlyArray<string | ReadonlyArray<string>> = ["one", ["two", "three"], "four five six", ["seven"]]
+    const lines = inputs.map((input, i) => ({
+      custom_id: `emb-${i}`,
+      method: "POST",
+      url: "/v1/embeddings",
+      body: { model: "sim-embedding", input, encoding_format: "float" }
+    }))
+    const file = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl(lines)), "emb.jsonl"),
+      purpose: "batch"
+    })
+    // A chat model on the embeddings endpoint is refused at submit, as the endpoint refuses it.
+    const chatLine = { ...(lines[0] as object), body: { model: "sim-openai", input: "x" } }
+    const wrong = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl([chatLine])), "w.jsonl"),
+      purpose: "batch"
+    })
+    await expect(
+      openai.batches.create({ input_file_id: wrong.id, endpoint: "/v1/embeddings", completion_window: "24h" })
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("line 1: body.model") })
+
+    const created = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/embeddings",
+      completion_window: "24h"
+    })
+    const batch = await waitFor(openai, created.id, (status) => status === "completed")
+    expect(batch.request_counts).toEqual({ total: 4, completed: 4, failed: 0 })
+    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line))
+    const charges = (await (
+      await fetch(`${gateway.url}/v1/usage/requests?limit=1000`, {
+        headers: { authorization: `Bearer ${customer.key}` }
+      })
+    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string }> }
+    let total = 0n
+    for (const [index, line] of output.entries()) {
+      const input = inputs[index] as string | ReadonlyArray<string>
+      expect(line.custom_id).toBe(`emb-${index}`)
+      expect(line.response.body.object).toBe("list")
+      expect(line.response.body.data).toHaveLength(typeof input === "string" ? 1 : input.length)
+      expect(Array.isArray(line.response.body.data[0].embedding)).toBe(true)
+      // USD 0.02 per 1M interactive: 0.01 in a batch.
+      const expected = ceilPerMillion(line.response.body.usage.prompt_tokens, 10_000n)
+      const charge = charges.data.find((c) => c.requestId === line.response.request_id)
+      expect(charge?.status).toBe("settled")
+      expect(micros(charge?.cost ?? "")).toBe(expected)
+      total += expected
+    }
+    const balance = await admin.balance(customer.accountId)
+    expect(balance.held).toBe("0.000000")
+    expect(micros(balance.captured)).toBe(total)
+  }, 30_000)
+
+  it("refuses an invalid file naming the line and field, and holds nothing", async () => {
+    const customer = await admin.customer({ deposit: "10" })
+    const openai = client(customer.key)
+    const bad = async (lines: ReadonlyArray<unknown>) => {
+      const file = await openai.files.create({
+        file: await toFile(Buffer.from(jsonl(lines)), "bad.jsonl"),
+        purpose: "batch"
+      })
+      return openai.batches.create({
+        input_file_id: file.id,
+        endpoint: "/v1/chat/completions",
+        completion_window: "24h"
+      })
+    }
+    const good = request("a", "sim-openai", "hello")
+    await expect(bad([good, request("b", "no-such-model", "hi")])).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining("line 2: body.model")
+    })
+    await expect(bad([good, good])).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining("line 2: custom_id")
+    })
+    await expect(bad([good, { ...good, custom_id: "c", url: "/v1/embeddings" }])).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining("line 2: url")
+    })
+    await expect(bad([good, request("d", "sim-openai", "hi", { messages: "not a list" })])).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining("line 2: body.messages")
+    })
+    // Uploads that are not batch JSONL text.
+    await expect(
+      openai.files.create({ file: await toFile(Buffer.from([0xff, 0xfe, 0x00]), "bin.jsonl"), purpose: "batch" })
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("UTF-8") })
+    await expect(
+      openai.files.create({ file: await toFile(Buffer.from(jsonl([good])), "ft.jsonl"), purpose: "fine-tune" })
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("purpose") })
+    await expect(
+      openai.batches.create({ input_file_id: "file-nope", endpoint: "/v1/chat/completions", completion_window: "24h" })
+    ).rejects.toMatchObject({ status: 404 })
+    const ledger = await ledgerOf(customer.accountId)
+    expect(ledger.filter((entry) => entry.type === "HoldPlaced")).toHaveLength(0)
+    expect((await openai.batches.list()).data).toHaveLength(0)
+  }, 30_000)
+
+  it("stops a batch whose key is revoked: run lines billed, the rest never held", async () => {
+    const customer = await admin.customer({ deposit: "10" })
+    const openai = client(customer.key)
+    const lines = Array.from({ length: 40 }, (_, i) => request(`rev-${i}`, "slow-model", `Line ${i}.`))
+    const file = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl(lines)), "revoked.jsonl"),
+      purpose: "batch"
+    })
+    const created = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/chat/completions",
+      completion_window: "24h"
+    })
+    for (let i = 0; i < 100; i++) {
+      if (((await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0) > 0) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect((await admin.call("DELETE", `/admin/keys/${customer.keyId}`)).status).toBe(200)
+    // The key no longer reads its batch: the ledger and the files (through another key of the account) do.
+    const reader = await admin.call("POST", `/admin/accounts/${customer.accountId}/keys`, { name: "reader" })
+    const other = client(reader.body.key)
+    const batch = await waitFor(other, created.id, (status) => status === "failed")
+    expect(batch.errors?.data?.[0]?.message).toContain("revoked")
+    const counts = batch.request_counts as { total: number; completed: number; failed: number }
+    expect(counts.completed).toBeGreaterThan(0)
+    expect(counts.completed).toBeLessThan(40)
+    const output = (await (await other.files.content(batch.output_file_id as string)).text()).trim().split("\n")
+    expect(output).toHaveLength(counts.completed)
+    const balance = await admin.balance(customer.accountId)
+    expect(balance.held).toBe("0.000000")
+    const ledger = await ledgerOf(customer.accountId)
+    const captured = ledger
+      .filter((entry) => entry.type === "UsageRecalculated")
+      .reduce((sum, entry) => sum + micros(String(entry.data.captured)), 0n)
+    expect(micros(balance.captured)).toBe(captured)
+  }, 30_000)
+
+  it("cancels: lines already answered stay billed, the rest is never held, nothing stays held", async () => {
+    const customer = await admin.customer({ deposit: "10" })
+    const openai = client(customer.key)
+    const lines = Array.from({ length: 40 }, (_, i) => request(`slow-${i}`, "slow-model", `Line ${i}.`))
+    const file = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl(lines)), "slow.jsonl"),
+      purpose: "batch"
+    })
+    const created = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/chat/completions",
+      completion_window: "24h"
+    })
+    await waitFor(openai, created.id, () => true)
+    for (let i = 0; i < 100; i++) {
+      if (((await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0) > 0) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const cancelling = await openai.batches.cancel(created.id)
+    expect(["cancelling", "cancelled"]).toContain(cancelling.status)
+    const batch = await waitFor(openai, created.id, (status) => status === "cancelled")
+    const counts = batch.request_counts as { total: number; completed: number; failed: number }
+    expect(counts.total).toBe(40)
+    expect(counts.completed).toBeGreaterThan(0)
+    expect(counts.completed).toBeLessThan(40)
+    const output = (await (await openai.files.content(batch.output_file_id as string)).text()).trim().split("\n")
+    expect(output).toHaveLength(counts.completed)
+    const ledger = await ledgerOf(customer.accountId)
+    const captured = ledger
+      .filter((entry) => entry.type === "UsageRecalculated")
+      .reduce((sum, entry) => sum + micros(String(entry.data.captured)), 0n)
+    const balance = await admin.balance(customer.accountId)
+    expect(balance.held).toBe("0.000000")
+    expect(micros(balance.captured)).toBe(captured)
+    expect(ledger.filter((entry) => entry.type === "HoldPlaced").length).toBeLessThan(40)
+    await expect(openai.batches.cancel(created.id)).rejects.toMatchObject({ status: 409 })
+    const page = await openai.batches.list({ limit: 1 })
+    expect(page.data.map((b) => b.id)).toEqual([created.id])
+    expect(page.has_more).toBe(false)
+  }, 30_000)
+
+  it("replays: the batches rebuilt from their events match the live read model", async () => {
+    const replay = await admin.call("POST", "/admin/replay")
+    expect(replay.status).toBe(200)
+    expect(replay.body.ok, JSON.stringify(replay.body)).toBe(true)
+    expect(JSON.stringify(replay.body)).toContain("batches")
+  }, 30_000)
+})
