@@ -10,17 +10,32 @@ import { StreamVersionConflict } from "../../app/StoreErrors.ts"
 
 export const UNIQUE_VIOLATION = "23505"
 
-/** The SQLSTATE of a Postgres error, wherever sql-pg put it. */
-export const sqlState = (error: unknown): string | undefined => {
+/** A field of a Postgres error, wherever sql-pg put it (the error, its reason's cause, or its cause). */
+const errorField = (error: unknown, field: "code" | "constraint", valid: (value: string) => boolean) => {
   let current: unknown = error
   for (let depth = 0; depth < 4 && typeof current === "object" && current !== null; depth += 1) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code
+    const value = (current as Record<string, unknown>)[field]
+    if (typeof value === "string" && valid(value)) return value
     const reason = (current as { reason?: unknown }).reason
     current = (reason as { cause?: unknown } | undefined)?.cause ?? (current as { cause?: unknown }).cause
   }
   return undefined
 }
+
+/** The SQLSTATE of a Postgres error. */
+export const sqlState = (error: unknown): string | undefined =>
+  errorField(error, "code", (code) => /^[0-9A-Z]{5}$/.test(code))
+
+/** The constraint a Postgres error names, if any. */
+export const sqlConstraint = (error: unknown): string | undefined =>
+  errorField(error, "constraint", (name) => name.length > 0)
+
+/**
+ * Unique constraints whose violation is about the data, not a race: a hold id already placed. The writer inserts a
+ * hold placed in the batch without ON CONFLICT, so an id used before is refused by the database, alone, whether or
+ * not the writer read (or remembered) the hold; every other unique violation is a position another writer took.
+ */
+const REFUSALS = new Set(["holds_pkey"])
 
 export interface StreamAppend {
   readonly stream: string
@@ -194,7 +209,7 @@ export const conflictOnUniqueViolation =
   (stream: string) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.mapError(effect, (error) =>
-      sqlState(error) === UNIQUE_VIOLATION
+      sqlState(error) === UNIQUE_VIOLATION && !REFUSALS.has(sqlConstraint(error) ?? "")
         ? new StreamVersionConflict({ stream, expected: "concurrent append" })
         : error
     )

@@ -10,6 +10,7 @@ import {
   type DepositRow,
   depositRecords,
   holdRecords,
+  insertHoldsSql,
   insertDepositsSql,
   keySpendRecords,
   updateKeySpendSql,
@@ -21,6 +22,20 @@ import { type Heads, planAppends } from "./EventAppends.ts"
 import type { BatchOutcome } from "../../app/ports/LedgerWriter.ts"
 import type { Decided } from "./LedgerBatchRead.ts"
 import type { BatchItem } from "./LedgerStore.ts"
+
+/** Holds placed in the batch are inserted (an id used before is refused); holds placed earlier are updated. */
+const holdWrites = (
+  sql: SqlClient.SqlClient,
+  touched: ReadonlyMap<string, HoldState>,
+  placed: ReadonlySet<string>
+): Array<Statement.Statement<unknown>> => {
+  const fresh = [...touched.values()].filter((hold) => placed.has(hold.holdId))
+  const earlier = [...touched.values()].filter((hold) => !placed.has(hold.holdId))
+  return [
+    ...(fresh.length > 0 ? [insertHoldsSql(sql, "public", holdRecords(fresh))] : []),
+    ...(earlier.length > 0 ? [upsertHoldsSql(sql, "public", holdRecords(earlier))] : [])
+  ]
+}
 
 /**
  * Runs the decider over the batch on the state read at `heads` and builds the one statement that writes everything
@@ -39,6 +54,7 @@ export const decideBatch = (
   const companionWrites: Array<Statement.Fragment> = []
   const appends = new Map<string, Array<StreamAppend["events"][number]>>()
   const touchedHolds = new Map<string, HoldState>()
+  const placedHolds = new Set<string>()
   const touchedKeys = new Map<string, KeySpend>()
   const newDeposits: Array<DepositRow> = []
   const usage = new UsageTotals()
@@ -96,6 +112,7 @@ export const decideBatch = (
         const hold = state.holds.get(event.data.holdId) as HoldState
         usage.add(usageDelta(event, hold))
         touchedHolds.set(hold.holdId, hold)
+        if (event.type === "HoldPlaced") placedHolds.add(hold.holdId)
         if (hold.keyId !== null && state.keys.has(hold.keyId)) {
           touchedKeys.set(hold.keyId, state.keys.get(hold.keyId) as KeySpend)
         }
@@ -123,7 +140,7 @@ export const decideBatch = (
   const writes = [
     insertEventsSql(sql, plan.records),
     upsertAccountsSql(sql, "public", accountRecords(accountRows)),
-    ...(touchedHolds.size > 0 ? [upsertHoldsSql(sql, "public", holdRecords([...touchedHolds.values()]))] : []),
+    ...holdWrites(sql, touchedHolds, placedHolds),
     ...(touchedKeys.size > 0 ? [updateKeySpendSql(sql, "public", keySpendRecords([...touchedKeys]))] : []),
     ...(newDeposits.length > 0 ? [insertDepositsSql(sql, "public", depositRecords(newDeposits))] : []),
     ...(usage.size > 0 ? [addUsageSql(sql, "public", usageRecords(usage.values()))] : []),

@@ -530,6 +530,52 @@ for (const { target, storeLayer } of availableStores("LedgerStore")) {
       })
     )
 
+    it.effect(
+      "a hold id placed again, after it was settled or while it is pending, is refused alone and moves nothing",
+      () =>
+        Effect.gen(function* () {
+          const [a, b] = [randomUUID(), randomUUID()]
+          yield* commit(open(a), open(b), deposit(a, usd("10"), "seed-a"), deposit(b, usd("10"), "seed-b"))
+          const [settled, pending] = [randomUUID(), randomUUID()]
+          yield* commit(placeHold(a, settled, usd("2")), settle(a, settled, usd("1")), placeHold(a, pending, usd("3")))
+          const before = yield* accountRow(a)
+          assert.deepStrictEqual([before?.captured, before?.held], [usd("1"), usd("3")])
+          // Without a writer's memory of the account (another instance, or after a restart), and with it.
+          const remembering = new KnownAccounts()
+          yield* commitIsolated(
+            items(deposit(a, usd("1"), "prime-a"), deposit(b, usd("1"), "prime-b")),
+            NOW,
+            randomUUID,
+            remembering
+          )
+          for (const known of [undefined, remembering]) {
+            const bystander = randomUUID()
+            const results = yield* commitIsolated(
+              items(
+                placeHold(a, settled, usd("2")),
+                placeHold(b, bystander, usd("1")),
+                placeHold(a, pending, usd("3"))
+              ),
+              NOW,
+              randomUUID,
+              known
+            )
+            const tags = results.map((r) => (r._tag === "Rejected" ? r.rejection._tag : r._tag))
+            assert.strictEqual(tags[1], "Accepted", "the bystander's hold")
+            assert.notStrictEqual(tags[0], "Accepted", "the settled hold's id placed again")
+            assert.notStrictEqual(tags[2], "Accepted", "the pending hold's id placed again")
+            yield* commit(release(b, bystander))
+          }
+          const after = yield* accountRow(a)
+          assert.deepStrictEqual([after?.captured, after?.held], [usd("1"), usd("3")])
+          assert.deepStrictEqual(
+            (yield* streamTypes(a)).filter((t) => t === "HoldPlaced"),
+            ["HoldPlaced", "HoldPlaced"]
+          )
+          yield* assertProjectionMatchesStream(a)
+        })
+    )
+
     it.effect("poisons of every kind in one batch each fail alone, in order with the commands around them", () =>
       Effect.gen(function* () {
         const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()]
