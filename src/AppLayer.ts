@@ -96,6 +96,8 @@ export interface AppOptions {
   readonly adminToken: Redacted.Redacted<string>
   readonly maxBodyBytes: number
   readonly ledger?: Partial<LedgerOptions>
+  /** Between checkpoints of the audit chain; undefined → 10 minutes (tests that move the clock by days park it). */
+  readonly auditCheckpointMillis?: number | undefined
   /** The operator config file; undefined → the built-in simulator catalog. */
   readonly configPath?: string | undefined
   /**
@@ -214,7 +216,7 @@ export const servicesLayer = (options: AppOptions) => {
     // Rebuilds, once, any projection whose code version moved past the stored one (before the server serves).
     ProjectionVersions.layer(),
     PgStatements.layer,
-    PgAudit.layer,
+    PgAudit.layerWith({ checkpointMillis: options.auditCheckpointMillis ?? PgAudit.CHECKPOINT_INTERVAL_MILLIS }),
     PgUsage.layer,
     PgOperationalStats.layer,
     PgEventStore.layer,

@@ -54,7 +54,11 @@ const services = (contentDir = join(dir, `content-${randomUUID()}`), config = co
     // Tests here jump the clock by days: the ledger's hold sweep (a query every 15 s by default) is not under test.
     ledger: { sweepIntervalMillis: 3_600_000 },
     // Nor is the background-responses worker, whose idle claim round (a query every 500 ms) would run a million times.
-    responses: { pollMillis: 3_600_000, renewMillis: 3_600_000 }
+    responses: { pollMillis: 3_600_000, renewMillis: 3_600_000 },
+    // Nor the batch worker's claim round (every second when busy, ten when idle).
+    batches: { enabled: false },
+    // Nor is the audit chain's checkpoint (every 10 minutes: a thousand rounds of queries in a week).
+    auditCheckpointMillis: 30 * 86_400_000
   })
 
 const request = (prompt: string): VideoRequest => ({

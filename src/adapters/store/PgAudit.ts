@@ -241,100 +241,103 @@ export const sealUnhashedEvents = (sql: SqlClient.SqlClient) =>
     return sealed
   })
 
-export const layer = Layer.effect(
-  Audit,
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
+export const layerWith = (options: { readonly checkpointMillis: number }) =>
+  Layer.effect(
+    Audit,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
 
-    const checkpoint = Effect.gen(function* () {
-      const horizon = yield* horizonOf(sql)
-      const last = yield* latestCheckpoint(sql)
-      const from =
-        last === undefined
-          ? { transactionId: "0", globalPosition: "0", hash: null, events: 0n }
-          : {
-              transactionId: last.transaction_id,
-              globalPosition: last.global_position,
-              hash: last.chain_hash,
-              events: BigInt(last.events)
-            }
-      const folded = yield* foldChain(sql, from, horizon, () => Effect.succeed(true))
-      if (folded.events === from.events || folded.chain === null) {
-        return last === undefined ? null : toCheckpoint(last)
-      }
-      return yield* insertCheckpoint(
-        sql,
-        new Date(yield* Clock.currentTimeMillis),
-        folded.cursor,
-        folded.events,
-        folded.chain
-      )
-    }).pipe(orUnavailable, Effect.withSpan("Audit.checkpoint"))
+      const checkpoint = Effect.gen(function* () {
+        const horizon = yield* horizonOf(sql)
+        const last = yield* latestCheckpoint(sql)
+        const from =
+          last === undefined
+            ? { transactionId: "0", globalPosition: "0", hash: null, events: 0n }
+            : {
+                transactionId: last.transaction_id,
+                globalPosition: last.global_position,
+                hash: last.chain_hash,
+                events: BigInt(last.events)
+              }
+        const folded = yield* foldChain(sql, from, horizon, () => Effect.succeed(true))
+        if (folded.events === from.events || folded.chain === null) {
+          return last === undefined ? null : toCheckpoint(last)
+        }
+        return yield* insertCheckpoint(
+          sql,
+          new Date(yield* Clock.currentTimeMillis),
+          folded.cursor,
+          folded.events,
+          folded.chain
+        )
+      }).pipe(orUnavailable, Effect.withSpan("Audit.checkpoint"))
 
-    const verify = Effect.gen(function* () {
-      const started = yield* Clock.currentTimeMillis
-      const streamsResult = yield* verifyStreams(sql)
-      let firstBroken = streamsResult.firstBroken
-      // The global chain through every stored checkpoint, in commit order.
-      const stored = yield* sql<CheckpointRow>`
+      const verify = Effect.gen(function* () {
+        const started = yield* Clock.currentTimeMillis
+        const streamsResult = yield* verifyStreams(sql)
+        let firstBroken = streamsResult.firstBroken
+        // The global chain through every stored checkpoint, in commit order.
+        const stored = yield* sql<CheckpointRow>`
         SELECT c.transaction_id::text, c.global_position::text, c.events::text,
           encode(c.chain_hash, 'hex') AS chain_hash, c.recorded_at
         FROM audit_checkpoints c ORDER BY c.transaction_id, c.global_position`
-      const horizon = yield* horizonOf(sql)
-      let next = 0
-      let verified = 0
-      yield* foldChain(
-        sql,
-        { transactionId: "0", globalPosition: "0", hash: null, events: 0n },
-        horizon,
-        (row, chain) =>
-          Effect.sync(() => {
-            while (next < stored.length) {
-              const point = stored[next]
-              if (point.transaction_id !== row.transaction_id || point.global_position !== row.global_position) break
-              if (point.chain_hash === chain) verified += 1
-              else {
-                firstBroken = earlier(firstBroken, {
-                  stream: "$global",
-                  position: point.events,
-                  globalPosition: row.global_position,
-                  reason: "checkpoint_mismatch"
-                })
+        const horizon = yield* horizonOf(sql)
+        let next = 0
+        let verified = 0
+        yield* foldChain(
+          sql,
+          { transactionId: "0", globalPosition: "0", hash: null, events: 0n },
+          horizon,
+          (row, chain) =>
+            Effect.sync(() => {
+              while (next < stored.length) {
+                const point = stored[next]
+                if (point.transaction_id !== row.transaction_id || point.global_position !== row.global_position) break
+                if (point.chain_hash === chain) verified += 1
+                else {
+                  firstBroken = earlier(firstBroken, {
+                    stream: "$global",
+                    position: point.events,
+                    globalPosition: row.global_position,
+                    reason: "checkpoint_mismatch"
+                  })
+                }
+                next += 1
               }
-              next += 1
-            }
-            return true
+              return true
+            })
+        )
+        // A checkpoint no event reaches any more: events at or before it were deleted.
+        for (const point of stored.slice(next)) {
+          firstBroken = earlier(firstBroken, {
+            stream: "$global",
+            position: point.events,
+            globalPosition: point.global_position,
+            reason: "checkpoint_mismatch"
           })
+        }
+        const latest = firstBroken === null ? yield* checkpoint : null
+        const report: AuditReport = {
+          ok: firstBroken === null,
+          checked: streamsResult.checked,
+          streams: streamsResult.streams,
+          firstBroken,
+          checkpoints: { verified, latest },
+          durationMs: (yield* Clock.currentTimeMillis) - started
+        }
+        return report
+      }).pipe(orUnavailable, Effect.withSpan("Audit.verify"))
+
+      // The periodic checkpoint of the global chain; a verification also records one.
+      yield* checkpoint.pipe(
+        Effect.catch((error) => Effect.logWarning("audit checkpoint failed", error.message)),
+        Effect.repeat(Schedule.spaced(Duration.millis(options.checkpointMillis))),
+        Effect.delay(Duration.millis(options.checkpointMillis)),
+        Effect.forkScoped
       )
-      // A checkpoint no event reaches any more: events at or before it were deleted.
-      for (const point of stored.slice(next)) {
-        firstBroken = earlier(firstBroken, {
-          stream: "$global",
-          position: point.events,
-          globalPosition: point.global_position,
-          reason: "checkpoint_mismatch"
-        })
-      }
-      const latest = firstBroken === null ? yield* checkpoint : null
-      const report: AuditReport = {
-        ok: firstBroken === null,
-        checked: streamsResult.checked,
-        streams: streamsResult.streams,
-        firstBroken,
-        checkpoints: { verified, latest },
-        durationMs: (yield* Clock.currentTimeMillis) - started
-      }
-      return report
-    }).pipe(orUnavailable, Effect.withSpan("Audit.verify"))
 
-    // The periodic checkpoint of the global chain; a verification also records one.
-    yield* checkpoint.pipe(
-      Effect.catch((error) => Effect.logWarning("audit checkpoint failed", error.message)),
-      Effect.repeat(Schedule.spaced(Duration.millis(CHECKPOINT_INTERVAL_MILLIS))),
-      Effect.delay(Duration.millis(CHECKPOINT_INTERVAL_MILLIS)),
-      Effect.forkScoped
-    )
+      return Audit.of({ verify, checkpoint })
+    })
+  )
 
-    return Audit.of({ verify, checkpoint })
-  })
-)
+export const layer = layerWith({ checkpointMillis: CHECKPOINT_INTERVAL_MILLIS })

@@ -9,6 +9,7 @@
  * releases the holds of lines a stopped run left pending, then ends with the files of the lines that did finish.
  */
 import { Clock, Duration, Effect, Queue, Semaphore } from "effect"
+import { IDLE_POLL_FACTOR } from "../responses/BackgroundWorker.ts"
 import { type InputLine, readBatchInput } from "../../domain/batch/BatchInput.ts"
 import {
   type BatchEnding,
@@ -230,8 +231,20 @@ export const makeBatchWorker = (context: WorkerContext) =>
         Effect.catch((error) => Effect.as(Effect.logWarning("batch worker round failed", error.message), undefined)),
         Effect.catchDefect((defect) => Effect.logError("batch worker round crashed", defect))
       )
+      // A batch submitted here, or a chunk just finished, wakes the loop at once. A round that found nothing leaves
+      // only another instance's batches to take over (their lease ended), so an idle instance asks less often, as the
+      // background-responses worker does (and at least six times per lease).
+      const idlePollMillis = Math.max(
+        options.pollMillis,
+        Math.min(options.pollMillis * IDLE_POLL_FACTOR, options.leaseMillis / 6)
+      )
       yield* round.pipe(
-        Effect.andThen(Effect.race(Effect.sleep(Duration.millis(options.pollMillis)), Queue.take(kicks))),
+        Effect.flatMap((report) =>
+          Effect.race(
+            Effect.sleep(Duration.millis(report?.claimed ? options.pollMillis : idlePollMillis)),
+            Queue.take(kicks)
+          )
+        ),
         Effect.forever,
         Effect.forkScoped
       )
