@@ -13,6 +13,7 @@ import { authenticate } from "./Auth.ts"
 import { checkJson, limitParam } from "./InputLimits.ts"
 import { readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
+import { listPage } from "../domain/ListPage.ts"
 
 const MAX_METADATA_KEYS = 16
 const MAX_METADATA_KEY = 64
@@ -106,13 +107,7 @@ const list = Effect.gen(function* () {
   const limit = yield* limitParam(query, 20, 100)
   const page = yield* (yield* Batches).list(key.accountId, { limit, after: query.get("after") ?? undefined })
   const data = page.rows.map(batchObject)
-  return json({
-    object: "list",
-    data,
-    first_id: data[0]?.id ?? null,
-    last_id: data[data.length - 1]?.id ?? null,
-    has_more: page.hasMore
-  })
+  return json(listPage(data, page.hasMore))
 })
 
 export const layer = Layer.mergeAll(

@@ -14,6 +14,7 @@ import { authenticate } from "./Auth.ts"
 import { limitParam } from "./InputLimits.ts"
 import { parseFormData, readBytes } from "./RequestBody.ts"
 import { HttpSettings, json, route } from "./Route.ts"
+import { listPage } from "../domain/ListPage.ts"
 
 /** OpenAI's own limit on a batch input file. */
 export const MAX_BATCH_FILE_BYTES = 200 * 1024 * 1024
@@ -97,13 +98,7 @@ const list = Effect.gen(function* () {
     purpose: query.get("purpose") ?? undefined
   })
   const data = page.rows.map(fileObject)
-  return json({
-    object: "list",
-    data,
-    first_id: data[0]?.id ?? null,
-    last_id: data[data.length - 1]?.id ?? null,
-    has_more: page.hasMore
-  })
+  return json(listPage(data, page.hasMore))
 })
 
 const retrieve = Effect.gen(function* () {

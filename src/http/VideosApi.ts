@@ -19,6 +19,7 @@ import { authenticate } from "./Auth.ts"
 import { checkJson, limitParam } from "./InputLimits.ts"
 import { parseFormData, parseJsonField, readBytes, readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
+import { listPage } from "../domain/ListPage.ts"
 
 const MAX_IDEMPOTENCY_KEY = 255
 const MAX_LIST_LIMIT = 100
@@ -170,13 +171,7 @@ export const listFor = (accountId: string) =>
     const after = query.get("after") ?? undefined
     const page = yield* (yield* VideoTasks).list(accountId, { limit, after, order })
     const data = page.rows.map((row) => videoObject(row, contentUrl(request, row.id)))
-    return json({
-      object: "list",
-      data,
-      first_id: data[0]?.id ?? null,
-      last_id: data[data.length - 1]?.id ?? null,
-      has_more: page.hasMore
-    })
+    return json(listPage(data, page.hasMore))
   })
 
 const list = Effect.flatMap(authenticate("openai"), (key) => listFor(key.accountId))

@@ -72,8 +72,8 @@ export const upsertAccountsSql = (sql: SqlClient.SqlClient, schema: string, reco
   ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, deposited = EXCLUDED.deposited,
     captured = EXCLUDED.captured, held = EXCLUDED.held, version = EXCLUDED.version`
 
-/** Holds placed in this batch: a plain insert, so an id placed before is refused (holds_pkey), never overwritten. */
-export const insertHoldsSql = (sql: SqlClient.SqlClient, schema: string, records: string) => sql`
+/** Hold rows from their JSON records, as an INSERT both hold statements extend. */
+const holdsInsert = (sql: SqlClient.SqlClient, schema: string, records: string) => sql`
   INSERT INTO ${sql(schema)}.holds (hold_id, account_id, key_id, amount, status, captured, refunded, model, plugin,
     request_id, expires_at, placed_at, resolved_at)
   SELECT hold_id, account_id, key_id, amount, status, captured, refunded, model, plugin, request_id, expires_at,
@@ -82,14 +82,13 @@ export const insertHoldsSql = (sql: SqlClient.SqlClient, schema: string, records
     status text, captured bigint, refunded bigint, model text, plugin text, request_id text, expires_at timestamptz,
     placed_at timestamptz, resolved_at timestamptz)`
 
+/** Holds placed in this batch: a plain insert, so an id placed before is refused (holds_pkey), never overwritten. */
+export const insertHoldsSql = (sql: SqlClient.SqlClient, schema: string, records: string) =>
+  holdsInsert(sql, schema, records)
+
+/** Holds placed earlier and resolved now (and every hold, when replay rebuilds the table). */
 export const upsertHoldsSql = (sql: SqlClient.SqlClient, schema: string, records: string) => sql`
-  INSERT INTO ${sql(schema)}.holds (hold_id, account_id, key_id, amount, status, captured, refunded, model, plugin,
-    request_id, expires_at, placed_at, resolved_at)
-  SELECT hold_id, account_id, key_id, amount, status, captured, refunded, model, plugin, request_id, expires_at,
-    placed_at, resolved_at
-  FROM jsonb_to_recordset(${records}::jsonb) AS t(hold_id uuid, account_id uuid, key_id uuid, amount bigint,
-    status text, captured bigint, refunded bigint, model text, plugin text, request_id text, expires_at timestamptz,
-    placed_at timestamptz, resolved_at timestamptz)
+  ${holdsInsert(sql, schema, records)}
   ON CONFLICT (hold_id) DO UPDATE SET status = EXCLUDED.status, captured = EXCLUDED.captured,
     refunded = EXCLUDED.refunded, resolved_at = EXCLUDED.resolved_at`
 

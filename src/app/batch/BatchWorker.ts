@@ -9,7 +9,7 @@
  * releases the holds of lines a stopped run left pending, then ends with the files of the lines that did finish.
  */
 import { Clock, Duration, Effect, Queue, Semaphore } from "effect"
-import { IDLE_POLL_FACTOR } from "../responses/BackgroundWorker.ts"
+import { idlePollMillis } from "../IdlePoll.ts"
 import { type InputLine, readBatchInput } from "../../domain/batch/BatchInput.ts"
 import {
   type BatchEnding,
@@ -231,19 +231,11 @@ export const makeBatchWorker = (context: WorkerContext) =>
         Effect.catch((error) => Effect.as(Effect.logWarning("batch worker round failed", error.message), undefined)),
         Effect.catchDefect((defect) => Effect.logError("batch worker round crashed", defect))
       )
-      // A batch submitted here, or a chunk just finished, wakes the loop at once. A round that found nothing leaves
-      // only another instance's batches to take over (their lease ended), so an idle instance asks less often, as the
-      // background-responses worker does (and at least six times per lease).
-      const idlePollMillis = Math.max(
-        options.pollMillis,
-        Math.min(options.pollMillis * IDLE_POLL_FACTOR, options.leaseMillis / 6)
-      )
+      // A batch submitted here, or a chunk just finished, wakes the loop at once; an idle one asks less often.
+      const idle = idlePollMillis(options)
       yield* round.pipe(
         Effect.flatMap((report) =>
-          Effect.race(
-            Effect.sleep(Duration.millis(report?.claimed ? options.pollMillis : idlePollMillis)),
-            Queue.take(kicks)
-          )
+          Effect.race(Effect.sleep(Duration.millis(report?.claimed ? options.pollMillis : idle)), Queue.take(kicks))
         ),
         Effect.forever,
         Effect.forkScoped

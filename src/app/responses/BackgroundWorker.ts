@@ -18,6 +18,7 @@ import { BackgroundResponseStore, type ClaimedResponse, type StoredEvent } from 
 import { ChatDialects } from "../ports/ChatDialects.ts"
 import type { JsonObject } from "../ports/ResponseStore.ts"
 import { failedResponse, failureOf, sseEvents } from "./BackgroundEvents.ts"
+import { idlePollMillis } from "../IdlePoll.ts"
 
 export interface BackgroundOptions {
   /** How often each instance looks for queued work (a response made on this instance starts at once). */
@@ -31,9 +32,6 @@ export interface BackgroundOptions {
   /** How often a replay of a running response looks for new events. */
   readonly replayPollMillis: number
 }
-
-/** An idle worker (nothing running, nothing found) polls this many times less often (500 ms → 5 s by default). */
-export const IDLE_POLL_FACTOR = 10
 
 export const defaultBackgroundOptions: BackgroundOptions = {
   pollMillis: 500,
@@ -193,18 +191,12 @@ export class BackgroundResponses extends Context.Service<
           Effect.catch((error) => Effect.as(Effect.logWarning("background responses could not be claimed", error), 0))
         )
 
-        // A response created here wakes the loop at once. With nothing running and nothing found, what is left to
-        // claim is another instance's (its overflow, or its responses once their lease expired: `leaseMillis`), so
-        // an idle instance asks IDLE_POLL_FACTOR times less often instead of twice a second (and at least six times
-        // per lease, so that a dead instance's responses are taken over soon after their lease ends).
-        const idlePollMillis = Math.max(
-          options.pollMillis,
-          Math.min(options.pollMillis * IDLE_POLL_FACTOR, options.leaseMillis / 6)
-        )
+        // A response created here wakes the loop at once; an idle one asks less often (IdlePoll.ts).
+        const idle = idlePollMillis(options)
         yield* claimRound.pipe(
           Effect.flatMap((claimed) =>
             Effect.raceFirst(
-              Effect.sleep(claimed === 0 && running.size === 0 ? idlePollMillis : options.pollMillis),
+              Effect.sleep(claimed === 0 && running.size === 0 ? idle : options.pollMillis),
               Queue.take(wakeups)
             )
           ),

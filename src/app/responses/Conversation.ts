@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto"
 import type { JsonObject } from "../ports/ResponseStore.ts"
+import { type ListPage, listPage } from "../../domain/ListPage.ts"
 
 const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -89,13 +90,7 @@ export const resolveReferences = (
   return { input: resolved }
 }
 
-export interface ItemPage {
-  readonly object: "list"
-  readonly data: ReadonlyArray<JsonObject>
-  readonly first_id: string | null
-  readonly last_id: string | null
-  readonly has_more: boolean
-}
+export type ItemPage = ListPage<JsonObject>
 
 /** A page of input items, as `GET /v1/responses/{id}/input_items` lists them (newest first unless `asc`). */
 export const itemPage = (
@@ -117,11 +112,5 @@ export const itemPage = (
     ordered = at < 0 ? [] : ordered.slice(0, at)
   }
   const data = ordered.slice(0, options.limit)
-  return {
-    object: "list",
-    data,
-    first_id: typeof data[0]?.id === "string" ? data[0].id : null,
-    last_id: typeof data.at(-1)?.id === "string" ? (data.at(-1)?.id as string) : null,
-    has_more: ordered.length > data.length
-  }
+  return listPage(data, ordered.length > data.length)
 }

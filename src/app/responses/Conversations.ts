@@ -12,25 +12,14 @@ import type { JsonObject } from "../ports/ResponseStore.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
 import { turnItems } from "./Conversation.ts"
 import { ConversationItemNotFound, ConversationNotFound } from "./ResponsesErrors.ts"
+import { type ListPage, listPage } from "../../domain/ListPage.ts"
 
 type Found<A> = Effect.Effect<A, ConversationNotFound | StoreUnavailable>
 
 /** A page of items as OpenAI lists them. */
-export interface ItemList {
-  readonly object: "list"
-  readonly data: ReadonlyArray<JsonObject>
-  readonly first_id: string | null
-  readonly last_id: string | null
-  readonly has_more: boolean
-}
+export type ItemList = ListPage<JsonObject>
 
-const list = (data: ReadonlyArray<JsonObject>, hasMore: boolean): ItemList => ({
-  object: "list",
-  data,
-  first_id: typeof data[0]?.id === "string" ? data[0].id : null,
-  last_id: typeof data.at(-1)?.id === "string" ? String(data.at(-1)?.id) : null,
-  has_more: hasMore
-})
+const list = (data: ReadonlyArray<JsonObject>, hasMore: boolean): ItemList => listPage(data, hasMore)
 
 const shown = (conversation: StoredConversation): JsonObject => ({
   id: conversation.id,
