@@ -1,5 +1,5 @@
 // Builds the gateway `npm start` runs: one ES module, dist/gateway/main.js, bundling src/ with `effect`, `@effect/*`,
-// `@tollgate/plugin-spec` and whatever they import (esbuild). Node then loads one file instead of running ~1,800
+// `@tollgate/plugin-spec` and whatever they import (esbuild). Node then loads one file instead of running ~1,600
 // modules through tsx's TypeScript loader: about a third of the CPU to ready and ~130 MB less RSS (bench/README.md,
 // "Start-up and memory"). Tests, `npm run cli` and Deno still run src/ as TypeScript.
 //
