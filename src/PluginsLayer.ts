@@ -20,6 +20,7 @@ import { makeTextPlugin } from "./plugins/text/TextPlugin.ts"
 import { TEXT_PRICE_KEYS } from "./plugins/text/TextPricing.ts"
 import { makeUpstreamHttp } from "./plugins/UpstreamHttp.ts"
 import { countText } from "./adapters/tokenizer/Tokenizer.ts"
+import { importPluginModule } from "./PluginModules.ts"
 import { makeVideoPlugin, VIDEO_PRICE_KEYS } from "./plugins/video/VideoPlugin.ts"
 
 /** The built-in families' ids and the prices each bills by, known before any module loads. */
@@ -57,10 +58,11 @@ export const layerFrom = (ownedBy: (modelId: string) => string) =>
       const fetcher = yield* ImageFetcherService
       const links = yield* GuardedFetcher
       const http = makeUpstreamHttp(client, config.upstreams)
-      const external = yield* loadPlugins(config.plugins, {
-        http,
-        tokens: { encoding: "o200k_base", count: countText }
-      })
+      const external = yield* loadPlugins(
+        config.plugins,
+        { http, tokens: { encoding: "o200k_base", count: countText } },
+        importPluginModule
+      )
       const built = yield* buildRegistry(
         config,
         [...builtinPlugins(client, fetcher, links), ...external],

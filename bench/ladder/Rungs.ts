@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { join } from "node:path"
-import { cpuMicros, freePort, here, postgresBackends, spawnNode, waitFor } from "../suite/Processes.ts"
+import { cpuMicros, freePort, here, postgresBackends, spawnNode, startedGateway, waitFor } from "../suite/Processes.ts"
 
 export type Rung = "floor" | "effect" | "memory" | "postgres" | "pglite"
 
@@ -134,11 +134,9 @@ models:
     url.pathname = `/${database}`
     env.DATABASE_URL = url.toString()
   }
-  // BENCH_GATEWAY_SCRIPT: another checkout's entry point (before/after comparisons), for the Postgres and PGlite rungs.
-  const script =
-    rung === "memory"
-      ? here("../ladder/MemoryLedgerGateway.ts")
-      : (process.env.BENCH_GATEWAY_SCRIPT ?? here("../../src/main.ts"))
+  // The Postgres and PGlite rungs run what `npm start` runs (or BENCH_GATEWAY_SCRIPT, for before/after comparisons);
+  // the in-memory rung is its own entry point, run from source through tsx.
+  const script = rung === "memory" ? here("../ladder/MemoryLedgerGateway.ts") : startedGateway()
   const gateway = spawnNode(script, { env, logFile, core: options.core })
   await waitFor(
     (signal) => fetch(`${origin}/readyz`, { signal }).then((r) => r.status === 200),

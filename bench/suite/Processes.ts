@@ -2,12 +2,25 @@
  * Child processes of the suite and what /proc says about them: spawning a server pinned to a core, waiting for it
  * to listen, CPU ticks (utime + stime, every thread) and resident memory, sampled while a scenario runs.
  */
-import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, fork, spawn, spawnSync } from "node:child_process"
 import { openSync, readdirSync, readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 
 export const here = (file: string) => fileURLToPath(new URL(file, import.meta.url))
+
+/**
+ * The gateway as `npm start` runs it: dist/gateway/main.js, built first when missing or stale
+ * (scripts/build-gateway.mjs); `BENCH_GATEWAY_SCRIPT` names another checkout's entry point instead (before/after).
+ */
+export const startedGateway = (): string => {
+  if (process.env.BENCH_GATEWAY_SCRIPT !== undefined) return process.env.BENCH_GATEWAY_SCRIPT
+  const built = spawnSync(process.execPath, [here("../../scripts/build-gateway.mjs"), "--if-stale"], {
+    stdio: "inherit"
+  })
+  if (built.status !== 0) throw new Error("scripts/build-gateway.mjs failed")
+  return here("../../dist/gateway/main.js")
+}
 
 const hasTaskset = (() => {
   try {
@@ -70,7 +83,9 @@ export const spawnNode = (
   // BENCH_CPU_PROF_DIR: a V8 CPU profile of each server, written there when it stops (`node --cpu-prof`).
   const profileDir = process.env.BENCH_CPU_PROF_DIR
   const profile = profileDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", profileDir]
-  const child = spawn(process.execPath, [...profile, ...preload, "--import", "tsx", script], {
+  // Compiled JavaScript (the gateway `npm start` runs, dist/gateway/main.js) needs no TypeScript loader.
+  const loader = script.endsWith(".ts") ? ["--import", "tsx"] : []
+  const child = spawn(process.execPath, [...profile, ...preload, ...loader, script], {
     env: {
       ...process.env,
       ...options.env,

@@ -136,12 +136,16 @@ type Loaded =
  * Imports the operator's plugin modules; each exports a plugin as its default export (or as `plugin`). Each is wrapped
  * at the boundary (app/PluginBoundary.ts): it never sees a key, its calls carry `http`, its failures are read by shape.
  */
-export const loadPlugins = (specifiers: ReadonlyArray<string>, capabilities: Capabilities = {}) =>
+export const loadPlugins = (
+  specifiers: ReadonlyArray<string>,
+  capabilities: Capabilities = {},
+  importModule: (specifier: string) => Promise<Record<string, unknown>> = (specifier) => import(specifier)
+) =>
   Effect.gen(function* () {
     // Every module is tried, so an operator sees every broken one at once.
     const loaded = yield* Effect.forEach(specifiers, (specifier) =>
       Effect.tryPromise({
-        try: () => import(specifier) as Promise<Record<string, unknown>>,
+        try: () => importModule(specifier),
         catch: (error) => `plugins: cannot load ${specifier}: ${error instanceof Error ? error.message : String(error)}`
       }).pipe(
         Effect.map((module): Loaded => {

@@ -6,7 +6,9 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { mkdirSync } from "node:fs"
+import { existsSync, mkdirSync } from "node:fs"
+import { join } from "node:path"
+import { collectGarbage } from "./CollectGarbage.ts"
 import { migrate } from "./Migrations.ts"
 import { sealUnhashedEvents } from "./PgAudit.ts"
 import { pgliteStream } from "./PgliteDuplex.ts"
@@ -31,6 +33,13 @@ export type DatabaseOptions =
       readonly seed?: Blob
     }
 
+/**
+ * PGlite's shared buffers: 32 MB instead of Postgres's 128 MB, all of which PGlite touches at start. An idle
+ * embedded gateway is ~100 MB smaller and the ledger's workload runs as fast (bench/README.md, "Start-up and
+ * memory"); the data files stay in the operating system's page cache beyond them.
+ */
+const PGLITE_SHARED_BUFFERS = "32MB"
+
 const pgliteClient = (dataDir: string | undefined, seed: Blob | undefined) =>
   Layer.unwrap(
     Effect.gen(function* () {
@@ -39,7 +48,11 @@ const pgliteClient = (dataDir: string | undefined, seed: Blob | undefined) =>
         // Loaded only for the embedded store: a gateway on a Postgres server never loads PGlite.
         Effect.promise(() =>
           import("@electric-sql/pglite").then(({ PGlite }) =>
-            PGlite.create({ dataDir: dataDir ?? "memory://", ...(seed === undefined ? {} : { loadDataDir: seed }) })
+            PGlite.create({
+              dataDir: dataDir ?? "memory://",
+              startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${PGLITE_SHARED_BUFFERS}`],
+              ...(seed === undefined ? {} : { loadDataDir: seed })
+            })
           )
         ),
         (db) => Effect.promise(() => db.close())
@@ -56,19 +69,31 @@ const pgliteClient = (dataDir: string | undefined, seed: Blob | undefined) =>
 const postgresClient = (url: Redacted.Redacted<string>, maxConnections: number) =>
   PgClient.layer({ url, maxConnections, connectTimeout: "5 seconds" })
 
+/** Whether `dataDir` holds a PGlite database already (Postgres writes PG_VERSION first). */
+const isDatabase = (dataDir: string): boolean => existsSync(join(dataDir, "PG_VERSION"))
+
 /** SqlClient + StoreInfo with every migration applied. */
 export const layer = (
   options: DatabaseOptions
-): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | StoreInfo, unknown> => {
-  const client =
-    options.kind === "postgres"
-      ? postgresClient(options.url, options.maxConnections ?? 10)
-      : pgliteClient(options.dataDir, options.seed)
-  // Events from before tamper evidence get their hashes here, before anything else can write.
-  const migrated = Layer.effectDiscard(
-    Effect.andThen(migrate(), Effect.flatMap(SqlClient.SqlClient, sealUnhashedEvents))
-  ).pipe(Layer.provideMerge(client))
-  return Layer.merge(migrated, Layer.succeed(StoreInfo, StoreInfo.of({ kind: options.kind })))
-}
+): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | StoreInfo, unknown> =>
+  Layer.unwrap(
+    Effect.sync(() => {
+      // Read before PGlite opens the folder: the start that creates the database collects its garbage after.
+      const creates = options.kind === "pglite" && options.dataDir !== undefined && !isDatabase(options.dataDir)
+      const client =
+        options.kind === "postgres"
+          ? postgresClient(options.url, options.maxConnections ?? 10)
+          : pgliteClient(options.dataDir, options.seed)
+      // Events from before tamper evidence get their hashes here, before anything else can write.
+      const migrated = Layer.effectDiscard(
+        Effect.gen(function* () {
+          yield* migrate()
+          yield* Effect.flatMap(SqlClient.SqlClient, sealUnhashedEvents)
+          if (creates) yield* collectGarbage
+        })
+      ).pipe(Layer.provideMerge(client))
+      return Layer.merge(migrated, Layer.succeed(StoreInfo, StoreInfo.of({ kind: options.kind })))
+    })
+  )
 
 export const postgresUrl = (url: string): Redacted.Redacted<string> => Redacted.make(url)

@@ -3,13 +3,32 @@
  * estimate for other vendors, which is what holds and the simulator need: the same input always gives the same count.
  */
 import { Effect } from "effect"
-import {
-  countTokens,
-  decode as decodeO200k,
-  encode as encodeO200k,
-  setMergeCacheSize
-} from "gpt-tokenizer/encoding/o200k_base"
 import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants"
+import { createRequire } from "node:module"
+
+type O200k = typeof import("gpt-tokenizer/encoding/o200k_base")
+let o200k: O200k | undefined
+
+/**
+ * The o200k tables are loaded by the first count, not at start-up: they are ~45 MB of the process and ~0.3 s of its
+ * start (bench/README.md, "Start-up and memory"), which an idle gateway, the CLI and a gateway serving only other
+ * kinds never use. Loaded synchronously (the package's CommonJS build) because counting is synchronous.
+ */
+const tables = (): O200k => {
+  if (o200k === undefined) {
+    const loaded = createRequire(import.meta.url)("gpt-tokenizer/cjs/encoding/o200k_base") as O200k
+    // The library keeps the BPE merges of up to 100,000 pre-tokens in a Map it uses as an LRU. Once full, every miss
+    // evicts the Map's first entry, and V8 skips the deleted entries before it on each eviction: measured, counting
+    // 10 MB of words took 6.7 s after a 2 MB random text had filled the cache, against 0.26 s before. At 1,000 entries
+    // the same text takes 0.46 s after and common words still hit.
+    loaded.setMergeCacheSize(1000)
+    o200k = loaded
+  }
+  return o200k
+}
+const countTokens: O200k["countTokens"] = (text, options) => tables().countTokens(text, options)
+const encodeO200k: O200k["encode"] = (text, options) => tables().encode(text, options)
+const decodeO200k: O200k["decode"] = (tokens) => tables().decode(tokens)
 
 /** Tokens added per chat message for role and framing (OpenAI's published `tokens_per_message` for gpt-4o). */
 export const MESSAGE_OVERHEAD_TOKENS = 3
@@ -19,12 +38,6 @@ export const REPLY_PRIMING_TOKENS = 3
 export const IMAGE_TOKENS = 765
 /** Fixed estimate per audio or file part whose length cannot be known without decoding it. */
 export const ATTACHMENT_TOKENS = 1000
-
-// The library keeps the BPE merges of up to 100,000 pre-tokens in a Map it uses as an LRU. Once full, every miss
-// evicts the Map's first entry, and V8 skips the deleted entries before it on each eviction: measured, counting 10 MB
-// of words took 6.7 s after a 2 MB random text had filled the cache, against 0.26 s before. At 1,000 entries the same
-// text takes 0.46 s after and common words still hit.
-setMergeCacheSize(1000)
 
 // Vendors treat `<|endoftext|>` in user text as plain text; the library would throw on it by default.
 const plainText = { disallowedSpecial: new Set<string>() }
@@ -215,3 +228,6 @@ export const splitByTokens = (text: string, tokensPerPiece: number): ReadonlyArr
   }
   return pieces
 }
+
+/** The o200k token ids of `text` (the simulator's transcripts). */
+export const encodeText = (text: string): Array<number> => encodeO200k(text, plainText)

@@ -3,7 +3,7 @@
  * SHA-256, spread evenly over the duration, grouped into segments of up to 12 words, and rendered as SRT or WebVTT.
  */
 import { createHash } from "node:crypto"
-import { encode } from "gpt-tokenizer/encoding/o200k_base"
+import { encodeText } from "../../tokenizer/Tokenizer.ts"
 
 const WORDS = [
   "the",
@@ -90,7 +90,7 @@ export const transcribe = (bytes: Uint8Array, seconds: number): Transcript => {
   return { text, seconds, words, segments }
 }
 
-export const segmentTokens = (segment: Segment): ReadonlyArray<number> => encode(segment.text)
+export const segmentTokens = (segment: Segment): ReadonlyArray<number> => encodeText(segment.text)
 
 const stamp = (seconds: number, separator: "," | "."): string => {
   const millis = Math.round(seconds * 1000)
