@@ -26,7 +26,8 @@ export default defineConfig({
     // Every file: no API key or admin token in any log line or error response (test/support/SecretWatch.ts).
     setupFiles: ["test/support/SecretWatch.ts"],
     // One migrated PGlite data dir that every in-memory test database starts from (test/support/PgliteTemplate.ts).
-    globalSetup: ["test/support/pgliteTemplate.global.ts"],
+    // And the bundle `npm start` runs, for the gateways started as child processes (test/support/ChildGateway.ts).
+    globalSetup: ["test/support/pgliteTemplate.global.ts", "test/support/childGateway.global.ts"],
     reporters: ["default"],
     projects: [
       {

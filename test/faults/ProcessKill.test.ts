@@ -3,7 +3,7 @@
  * and while a video task is being generated. After a restart on the same database, every hold the dead process left
  * open is resolved by the expiry sweep exactly once (a long stream settled at the progress its lease last recorded),
  * the video task resumes and settles exactly once, nothing is charged twice or lost, and `replay --verify` and the
- * audit are clean. The gateway runs as a child process (`node --import tsx src/main.ts`),
+ * audit are clean. The gateway runs as a child process (the bundle `npm start` runs, test/support/ChildGateway.ts),
  * so SIGKILL gives it no chance to clean up.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"

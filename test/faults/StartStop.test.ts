@@ -1,5 +1,5 @@
 /**
- * Starting and stopping a gateway process (`node --import tsx src/main.ts`, see test/support/ChildGateway.ts):
+ * Starting and stopping a gateway process (the bundle `npm start` runs, see test/support/ChildGateway.ts):
  * - while it starts (migrations on a fresh embedded database), every request is answered or its connection refused,
  *   never accepted and left hanging;
  * - on SIGTERM, a stream in flight is served to its end and settled, then the process exits;
@@ -14,6 +14,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type RunningSimulator, startSimulator } from "../../src/adapters/simulator/SimulatorServer.ts"
 import {
+  gatewayArgs,
   ADMIN_TOKEN,
   admin,
   assertEachHoldResolvedOnce,
@@ -98,7 +99,7 @@ describe("starting and stopping the gateway process", () => {
   it("answers or refuses every request sent while it starts; none is held", async () => {
     const port = await freePort()
     const url = `http://127.0.0.1:${port}`
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const child = spawn(process.execPath, gatewayArgs(), {
       env: { ...process.env, ...envFor("starting"), PORT: String(port), HOST: "127.0.0.1" },
       stdio: ["ignore", "pipe", "pipe"]
     })

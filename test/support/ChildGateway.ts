@@ -1,11 +1,13 @@
 /**
- * A gateway as a child process (`node --import tsx src/main.ts`), for the suites that kill it with SIGKILL or restart
+ * A gateway as a child process — the bundle `npm start` runs, built once per test run (childGateway.global.ts), or
+ * `node --import tsx src/main.ts` outside vitest — for the suites that kill it with SIGKILL or restart
  * it on the same database, with the admin calls and ledger checks they share. Every output of the child is checked
  * for secrets when it is killed.
  */
 import { assert } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { join } from "node:path"
+import { inject } from "vitest"
 
 export const ADMIN_TOKEN = "tga_kill_test_0123456789abcdef0123456789abcdef"
 
@@ -26,8 +28,19 @@ export const childEnv = (databaseUrl: string, configPath: string, dir: string): 
   TOLLGATE_CONTENT_DIR: join(dir, "content")
 })
 
+/** How to run the gateway: the run's bundle when vitest built one, else its TypeScript entry through tsx. */
+export const gatewayArgs = (): ReadonlyArray<string> => {
+  let bundle: string | undefined
+  try {
+    bundle = inject("childGateway")
+  } catch {
+    bundle = undefined
+  }
+  return bundle === undefined ? ["--import", "tsx", "src/main.ts"] : [bundle]
+}
+
 export const startGateway = async (env: Record<string, string>, port: number): Promise<Gateway> => {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, gatewayArgs(), {
     env: { ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1" },
     stdio: ["ignore", "pipe", "pipe"]
   })
