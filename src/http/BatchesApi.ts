@@ -7,6 +7,7 @@ import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { Batches } from "../app/batch/Batches.ts"
 import type { BatchRow } from "../app/ports/BatchStore.ts"
+import { MESSAGES_ENDPOINT } from "../domain/batch/BatchInput.ts"
 import { formatMicros } from "../domain/Money.ts"
 import { badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
@@ -105,7 +106,9 @@ const list = Effect.gen(function* () {
   const key = yield* authenticate("openai")
   const query = new URL((yield* HttpServerRequest.HttpServerRequest).url, "http://x").searchParams
   const limit = yield* limitParam(query, 20, 100)
-  const page = yield* (yield* Batches).list(key.accountId, { limit, after: query.get("after") ?? undefined })
+  // Message batches are Anthropic's surface's (MessageBatchesApi.ts).
+  const endpoint = { not: MESSAGES_ENDPOINT }
+  const page = yield* (yield* Batches).list(key.accountId, { limit, after: query.get("after") ?? undefined, endpoint })
   const data = page.rows.map(batchObject)
   return json(listPage(data, page.hasMore))
 })
