@@ -5,6 +5,7 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
+import { BatchNotFound } from "../app/batch/BatchErrors.ts"
 import { Batches } from "../app/batch/Batches.ts"
 import type { BatchRow } from "../app/ports/BatchStore.ts"
 import { MESSAGES_ENDPOINT } from "../domain/batch/BatchInput.ts"
@@ -92,14 +93,23 @@ const create = Effect.gen(function* () {
 
 const idParam = Effect.map(HttpRouter.params, (params) => params.id ?? "")
 
+/** The account's batch, unless it is a message batch (Anthropic's surface's: MessageBatchesApi.ts). */
+const openAiBatch = Effect.fnUntraced(function* (accountId: string, id: string) {
+  const row = yield* (yield* Batches).get(accountId, id)
+  if (row.endpoint === MESSAGES_ENDPOINT) return yield* new BatchNotFound({ batchId: id })
+  return row
+})
+
 const retrieve = Effect.gen(function* () {
   const key = yield* authenticate("openai")
-  return json(batchObject(yield* (yield* Batches).get(key.accountId, yield* idParam)))
+  return json(batchObject(yield* openAiBatch(key.accountId, yield* idParam)))
 })
 
 const cancel = Effect.gen(function* () {
   const key = yield* authenticate("openai")
-  return json(batchObject(yield* (yield* Batches).cancel(key.accountId, yield* idParam)))
+  const id = yield* idParam
+  yield* openAiBatch(key.accountId, id)
+  return json(batchObject(yield* (yield* Batches).cancel(key.accountId, id)))
 })
 
 const list = Effect.gen(function* () {

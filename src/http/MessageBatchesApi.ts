@@ -13,7 +13,7 @@ import { apiError, badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
 import { checkJson, limitParam } from "./InputLimits.ts"
 import { messageBatchObject, messageBatchResults } from "./MessageBatchView.ts"
-import { readJson } from "./RequestBody.ts"
+import { chatShapeProblem, readJson, requiredFieldProblem } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
 
 /** Anthropic's rule for a request's `custom_id`. */
@@ -35,25 +35,30 @@ const readRequests = (body: Record<string, unknown>) => {
   const read: Array<{ customId: string; params: Record<string, unknown> }> = []
   for (const [index, request] of requests.entries()) {
     const at = `requests.${index}`
-    if (!isRecord(request)) return Effect.fail(badRequest(`${at}: expected an object`, at))
-    const customId = request.custom_id
-    if (typeof customId !== "string" || !CUSTOM_ID.test(customId)) {
-      const message = `${at}.custom_id: expected 1 to 64 letters, digits, '-' or '_'`
-      return Effect.fail(badRequest(message, `${at}.custom_id`))
+    const customId = isRecord(request) ? request.custom_id : undefined
+    const named = typeof customId === "string" && CUSTOM_ID.test(customId) ? customId : undefined
+    // `requests[3] (custom_id 'b'): requests.3.params.model: …`, `param` the field's path.
+    const refuse = (field: string, detail: string) =>
+      Effect.fail(
+        badRequest(
+          `requests[${index}]${named === undefined ? "" : ` (custom_id '${named}')`}: ${field}: ${detail}`,
+          field
+        )
+      )
+    if (!isRecord(request)) return refuse(at, "expected an object")
+    if (named === undefined) return refuse(`${at}.custom_id`, "expected 1 to 64 letters, digits, '-' or '_'")
+    if (seen.has(named)) return refuse(`${at}.custom_id`, `'${named}' is used by an earlier request`)
+    seen.add(named)
+    if (!isRecord(request.params)) return refuse(`${at}.params`, "expected a Messages API request body")
+    if (request.params.stream === true) return refuse(`${at}.params.stream`, "streaming is not available in a batch")
+    // The shape checks `POST /v1/messages` makes before planning (ChatApi.ts), named by the request.
+    const shape = chatShapeProblem("anthropic", request.params) ?? requiredFieldProblem("messages", request.params)
+    if (shape !== undefined) {
+      const param = shape.options.param ?? ""
+      const detail = shape.message.startsWith(`${param}: `) ? shape.message.slice(param.length + 2) : shape.message
+      return refuse(param === "" ? `${at}.params` : `${at}.params.${param}`, detail)
     }
-    if (seen.has(customId)) {
-      const message = `${at}.custom_id: '${customId}' is used by an earlier request`
-      return Effect.fail(badRequest(message, `${at}.custom_id`))
-    }
-    seen.add(customId)
-    if (!isRecord(request.params)) {
-      return Effect.fail(badRequest(`${at}.params: expected a Messages API request body`, `${at}.params`))
-    }
-    if (request.params.stream === true) {
-      const message = `${at}.params.stream: streaming is not available in a batch`
-      return Effect.fail(badRequest(message, `${at}.params.stream`))
-    }
-    read.push({ customId, params: request.params })
+    read.push({ customId: named, params: request.params })
   }
   return Effect.succeed(read)
 }

@@ -163,6 +163,9 @@ describe("message batches on the Anthropic surface", () => {
     await expect(other.messages.batches.retrieve(batch.id)).rejects.toMatchObject({ status: 404 })
     await expect(other.messages.batches.results(batch.id)).rejects.toMatchObject({ status: 404 })
     await expect(anthropic.messages.batches.cancel(batch.id)).rejects.toMatchObject({ status: 409 })
+    // The OpenAI surface does not show it.
+    const openai = new OpenAI({ apiKey: customer.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
+    await expect(openai.batches.retrieve(batch.id)).rejects.toMatchObject({ status: 404 })
   }, 30_000)
 
   it("refuses an invalid request naming its index, custom_id and field, and holds nothing", async () => {
@@ -180,12 +183,26 @@ describe("message batches on the Anthropic surface", () => {
         /requests\[2\]/,
         "requests.2.params.messages"
       ],
-      [[...good, request("a", "sim-openai", "hi")], /requests\.2\.custom_id: 'a' is used/, "requests.2.custom_id"],
-      [[request("bad id!", "sim-openai", "hi")], /requests\.0\.custom_id/, "requests.0.custom_id"],
+      [
+        [...good, request("a", "sim-openai", "hi")],
+        /requests\[2\] \(custom_id 'a'\): requests\.2\.custom_id: 'a' is used/,
+        "requests.2.custom_id"
+      ],
+      [[request("bad id!", "sim-openai", "hi")], /requests\[0\]: requests\.0\.custom_id/, "requests.0.custom_id"],
       [
         [{ custom_id: "s", params: { ...request("s", "sim-openai", "hi").params, stream: true } }],
         /stream/,
         "requests.0.params.stream"
+      ],
+      [
+        [...good, { custom_id: "z", params: { ...request("z", "sim-openai", "hi").params, max_tokens: 0 } }],
+        /positive integer/,
+        "requests.2.params.max_tokens"
+      ],
+      [
+        [{ custom_id: "m", params: { model: "sim-openai", messages: [{ role: "user", content: "hi" }] } }],
+        /Field required/,
+        "requests.0.params.max_tokens"
       ],
       [[], /requests/, "requests"]
     ]
