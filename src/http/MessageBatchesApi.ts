@@ -3,7 +3,7 @@
  * the same batch engine as OpenAI's Batch API: `POST /v1/messages/batches` (`requests: [{ custom_id, params }]`, each
  * `params` a Messages API body for any model of the catalog), `GET /v1/messages/batches/{id}`,
  * `GET /v1/messages/batches/{id}/results`, `POST /v1/messages/batches/{id}/cancel` and `GET /v1/messages/batches`
- * (newest first, `before_id`, `after_id`, `limit`).
+ * (newest first, `before_id`, `after_id`, `limit`) and `DELETE /v1/messages/batches/{id}` (once ended).
  */
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -114,6 +114,13 @@ const cancel = Effect.gen(function* () {
   return json(messageBatchObject(yield* batches.state(key.accountId, state.batchId), yield* baseUrl))
 })
 
+/** Only once ended (cancel it first); Anthropic's `message_batch_deleted` object. */
+const remove = Effect.gen(function* () {
+  const { key, state } = yield* stateOf
+  yield* (yield* Batches).delete(key.accountId, state.batchId)
+  return json({ id: state.batchId, type: "message_batch_deleted" })
+})
+
 const list = Effect.gen(function* () {
   const key = yield* authenticate("anthropic")
   const query = new URL((yield* HttpServerRequest.HttpServerRequest).url, "http://x").searchParams
@@ -140,5 +147,6 @@ export const layer = Layer.mergeAll(
   route("GET", "/v1/messages/batches", list, "anthropic"),
   route("GET", "/v1/messages/batches/:id", retrieve, "anthropic"),
   route("GET", "/v1/messages/batches/:id/results", results, "anthropic"),
-  route("POST", "/v1/messages/batches/:id/cancel", cancel, "anthropic")
+  route("POST", "/v1/messages/batches/:id/cancel", cancel, "anthropic"),
+  route("DELETE", "/v1/messages/batches/:id", remove, "anthropic")
 )

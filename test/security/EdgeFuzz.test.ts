@@ -818,6 +818,12 @@ const fuzzTable: Record<string, RouteFuzz> = {
     url: (p) => `/v1/messages/batches/${p.id}/cancel`,
     params: () => ({ id: "msgbatch_x" })
   },
+  "DELETE /v1/messages/batches/:id": {
+    envelope: "anthropic",
+    as: "key",
+    url: (p) => `/v1/messages/batches/${p.id}`,
+    params: () => ({ id: "msgbatch_x" })
+  },
   "GET /": { envelope: "openai", as: "key", url: () => "/" },
   "GET /healthz": { envelope: "openai", as: "key", url: () => "/healthz" },
   "GET /readyz": { envelope: "openai", as: "key", url: () => "/readyz" },

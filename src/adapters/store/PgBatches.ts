@@ -65,7 +65,11 @@ export const layer = Layer.effect(
               )
             }
             for (const file of files) yield* insertFile(sql, file)
-            yield* upsertBatch(sql, next)
+            if (next.deleted) {
+              yield* sql`DELETE FROM batches WHERE id = ${next.batchId}`
+              // A message batch's requests are the gateway's own file: they go with it.
+              yield* sql`DELETE FROM batch_files WHERE id = ${next.inputFileId} AND purpose = ${MESSAGE_BATCH_PURPOSE}`
+            } else yield* upsertBatch(sql, next)
           })
         )
         .pipe(orUnavailable)

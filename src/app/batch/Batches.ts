@@ -34,7 +34,7 @@ import { ResponseStore } from "../ports/ResponseStore.ts"
 import { TokenCounter } from "../ports/TokenCounter.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
-import { BatchInvalid, BatchNotCancellable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
+import { BatchInvalid, BatchNotCancellable, BatchNotDeletable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
 import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
 import { type LineServices, planLine } from "./LinePlans.ts"
 
@@ -90,6 +90,11 @@ export class Batches extends Context.Service<
       accountId: string,
       id: string
     ) => Effect.Effect<BatchRow, BatchNotFound | BatchNotCancellable | StoreUnavailable>
+    /** Deletes an ended batch (its row, and a message batch's requests); its events stay. */
+    readonly delete: (
+      accountId: string,
+      id: string
+    ) => Effect.Effect<void, BatchNotFound | BatchNotDeletable | StoreUnavailable>
     /** One worker round: claims due batches and advances each by a chunk of lines. */
     readonly runDue: Effect.Effect<RoundReport, StoreUnavailable>
     /** This instance's worker id (lease owner). */
@@ -299,12 +304,21 @@ export class Batches extends Context.Service<
           get,
           state: (accountId, id) =>
             Effect.flatMap(store.load(id), (state) =>
-              state === undefined || state.accountId !== accountId
+              state === undefined || state.accountId !== accountId || state.deleted
                 ? Effect.fail(new BatchNotFound({ batchId: id }))
                 : Effect.succeed(state)
             ),
           list: (accountId, page) => Effect.map(store.list(accountId, page), (rows) => paged(rows, page.limit)),
           cancel,
+          delete: Effect.fnUntraced(function* (accountId, id) {
+            yield* get(accountId, id)
+            const recorded = yield* commits.record(id, (at) => ({ type: "Delete", at }), commits.plainAppend)
+            if (recorded._tag === "Gone") return yield* new BatchNotFound({ batchId: id })
+            if (recorded._tag === "Refused") {
+              if (recorded.state.deleted) return yield* new BatchNotFound({ batchId: id })
+              return yield* new BatchNotDeletable({ batchId: id, status: recorded.state.status })
+            }
+          }),
           runDue,
           workerId
         })

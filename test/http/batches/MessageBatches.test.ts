@@ -1,6 +1,6 @@
 /**
  * Anthropic's Message Batches end to end with the official `@anthropic-ai/sdk` (messages.batches.create, retrieve,
- * results, cancel, list) against the real gateway on PGlite, with requests on three vendors' simulators (and one that
+ * results, cancel, list, delete) against the real gateway on PGlite, with requests on three vendors' simulators (and one that
  * always fails). The results, the ledger and the usage report must agree request by request at batch prices.
  */
 import Anthropic from "@anthropic-ai/sdk"
@@ -239,6 +239,8 @@ describe("message batches on the Anthropic surface", () => {
       if ((await anthropic.messages.batches.retrieve(created.id)).request_counts.succeeded > 0) break
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
+    // Deleting needs the batch ended first.
+    await expect(anthropic.messages.batches.delete(created.id)).rejects.toMatchObject({ status: 409 })
     const canceling = await anthropic.messages.batches.cancel(created.id)
     expect(canceling.cancel_initiated_at).not.toBeNull()
     expect(["canceling", "ended"]).toContain(canceling.processing_status)
@@ -270,6 +272,14 @@ describe("message batches on the Anthropic surface", () => {
     expect((await openai.batches.list()).data).toHaveLength(0)
     // The requests are kept by the gateway, not as one of the client's files.
     expect((await openai.files.list()).data).toHaveLength(0)
+
+    // An ended batch is deleted once, with its requests; its ledger entries stay.
+    expect(await anthropic.messages.batches.delete(first.id)).toEqual({ id: first.id, type: "message_batch_deleted" })
+    await expect(anthropic.messages.batches.retrieve(first.id)).rejects.toMatchObject({ status: 404 })
+    await expect(anthropic.messages.batches.results(first.id)).rejects.toMatchObject({ status: 404 })
+    await expect(anthropic.messages.batches.delete(first.id)).rejects.toMatchObject({ status: 404 })
+    expect((await anthropic.messages.batches.list()).data.map((b) => b.id)).toEqual([created.id])
+    expect(micros((await admin.balance(customer.accountId)).captured)).toBe(capturedIn(ledger))
   }, 30_000)
 
   it("replays: the batches rebuilt from their events match the live read model", async () => {
