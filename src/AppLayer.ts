@@ -46,6 +46,7 @@ import * as FileContentStore from "./adapters/content/FileContentStore.ts"
 import * as VideosApi from "./http/VideosApi.ts"
 import * as FilesApi from "./http/FilesApi.ts"
 import * as BatchesApi from "./http/BatchesApi.ts"
+import * as MessageBatchesApi from "./http/MessageBatchesApi.ts"
 import { defaultLedgerOptions, Ledger, type LedgerOptions } from "./app/Ledger.ts"
 import type { LedgerWriter } from "./app/ports/LedgerWriter.ts"
 import * as PgLedgerWriter from "./adapters/store/PgLedgerWriter.ts"
@@ -284,6 +285,7 @@ export const routesLayer = Layer.mergeAll(
   VideosApi.layer,
   FilesApi.layer,
   BatchesApi.layer,
+  MessageBatchesApi.layer,
   ConsoleApp.layer,
   PublicApi.layer,
   HttpRouter.add("GET", "/metrics", scrape),

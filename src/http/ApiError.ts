@@ -39,7 +39,7 @@ const openAiType = (status: number): string => {
   return "invalid_request_error"
 }
 
-const anthropicType = (status: number): string => {
+export const anthropicType = (status: number): string => {
   switch (status) {
     case 401:
       return "authentication_error"

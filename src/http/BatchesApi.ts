@@ -5,8 +5,10 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
+import { BatchNotFound } from "../app/batch/BatchErrors.ts"
 import { Batches } from "../app/batch/Batches.ts"
 import type { BatchRow } from "../app/ports/BatchStore.ts"
+import { MESSAGES_ENDPOINT } from "../domain/batch/BatchInput.ts"
 import { formatMicros } from "../domain/Money.ts"
 import { badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
@@ -91,21 +93,32 @@ const create = Effect.gen(function* () {
 
 const idParam = Effect.map(HttpRouter.params, (params) => params.id ?? "")
 
+/** The account's batch, unless it is a message batch (Anthropic's surface's: MessageBatchesApi.ts). */
+const openAiBatch = Effect.fnUntraced(function* (accountId: string, id: string) {
+  const row = yield* (yield* Batches).get(accountId, id)
+  if (row.endpoint === MESSAGES_ENDPOINT) return yield* new BatchNotFound({ batchId: id })
+  return row
+})
+
 const retrieve = Effect.gen(function* () {
   const key = yield* authenticate("openai")
-  return json(batchObject(yield* (yield* Batches).get(key.accountId, yield* idParam)))
+  return json(batchObject(yield* openAiBatch(key.accountId, yield* idParam)))
 })
 
 const cancel = Effect.gen(function* () {
   const key = yield* authenticate("openai")
-  return json(batchObject(yield* (yield* Batches).cancel(key.accountId, yield* idParam)))
+  const id = yield* idParam
+  yield* openAiBatch(key.accountId, id)
+  return json(batchObject(yield* (yield* Batches).cancel(key.accountId, id)))
 })
 
 const list = Effect.gen(function* () {
   const key = yield* authenticate("openai")
   const query = new URL((yield* HttpServerRequest.HttpServerRequest).url, "http://x").searchParams
   const limit = yield* limitParam(query, 20, 100)
-  const page = yield* (yield* Batches).list(key.accountId, { limit, after: query.get("after") ?? undefined })
+  // Message batches are Anthropic's surface's (MessageBatchesApi.ts).
+  const endpoint = { not: MESSAGES_ENDPOINT }
+  const page = yield* (yield* Batches).list(key.accountId, { limit, after: query.get("after") ?? undefined, endpoint })
   const data = page.rows.map(batchObject)
   return json(listPage(data, page.hasMore))
 })

@@ -16,7 +16,13 @@ import type {
   ResponseNotFound
 } from "../app/responses/ResponsesErrors.ts"
 import type { IdempotencyConflict, StoreRefused, StoreUnavailable } from "../app/StoreErrors.ts"
-import type { BatchInvalid, BatchNotCancellable, BatchNotFound, FileNotFound } from "../app/batch/BatchErrors.ts"
+import type {
+  BatchInvalid,
+  BatchNotCancellable,
+  BatchNotDeletable,
+  BatchNotFound,
+  FileNotFound
+} from "../app/batch/BatchErrors.ts"
 import type { VideoExpired, VideoNotFound, VideoNotReady } from "../app/video/VideoTaskParts.ts"
 import { clip } from "../domain/Quoted.ts"
 import { type ApiError, apiError } from "./ApiError.ts"
@@ -43,6 +49,7 @@ export type MappedError =
   | BatchNotFound
   | BatchInvalid
   | BatchNotCancellable
+  | BatchNotDeletable
   | VideoNotReady
   | VideoExpired
   | ContentStoreError
@@ -146,6 +153,10 @@ const rules: Rules = {
   BatchInvalid: (error) => apiError(400, error.message, { code: error.code, param: error.param }),
   BatchNotCancellable: (error) =>
     apiError(409, `Cannot cancel a batch with status '${error.status}'.`, { code: "batch_not_cancellable" }),
+  BatchNotDeletable: (error) =>
+    apiError(409, `Cannot delete a batch with status '${error.status}': it must end first (cancel it).`, {
+      code: "batch_not_deletable"
+    }),
   ContentStoreError: () =>
     apiError(503, "the content store is unavailable right now; retry shortly", { code: "storage_unavailable" }),
   KeyNotFound: () => apiError(404, "no such API key", { code: "key_not_found" }),

@@ -775,6 +775,55 @@ const fuzzTable: Record<string, RouteFuzz> = {
     url: (p) => `/v1/batches/${p.id}/cancel`,
     params: () => ({ id: "batch_x" })
   },
+  "POST /v1/messages/batches": {
+    envelope: "anthropic",
+    as: "key",
+    url: () => "/v1/messages/batches",
+    json: {
+      base: () => ({
+        requests: [{ custom_id: "a", params: { model: "sim-anthropic", max_tokens: 8, messages: hi } }]
+      }),
+      fields: [
+        { path: ["requests"], bad: fc.oneof(fc.integer(), fc.constant({}), fc.constant("hi"), fc.constant([])) },
+        { path: ["requests", 0], bad: fc.oneof(fc.integer(), fc.constant("hi"), fc.constant([1])) },
+        { path: ["requests", 0, "custom_id"], bad: fc.oneof(nul, highHalf, lowHalf, overLong(300), notAString) },
+        { path: ["requests", 0, "params"], bad: fc.oneof(fc.integer(), fc.constant("hi"), fc.constant([])) },
+        { path: ["requests", 0, "params", "model"], bad: fc.oneof(nul, highHalf, lowHalf, overLong(300), notAString) },
+        { path: ["requests", 0, "params", "max_tokens"], bad: badCount },
+        { path: ["requests", 0, "params", "messages"], bad: fc.oneof(fc.integer(), fc.constant({}), fc.constant([])) }
+      ]
+    }
+  },
+  "GET /v1/messages/batches": {
+    envelope: "anthropic",
+    as: "key",
+    url: () => "/v1/messages/batches",
+    query: ["limit", "before_id", "after_id"]
+  },
+  "GET /v1/messages/batches/:id": {
+    envelope: "anthropic",
+    as: "key",
+    url: (p) => `/v1/messages/batches/${p.id}`,
+    params: () => ({ id: "msgbatch_x" })
+  },
+  "GET /v1/messages/batches/:id/results": {
+    envelope: "anthropic",
+    as: "key",
+    url: (p) => `/v1/messages/batches/${p.id}/results`,
+    params: () => ({ id: "msgbatch_x" })
+  },
+  "POST /v1/messages/batches/:id/cancel": {
+    envelope: "anthropic",
+    as: "key",
+    url: (p) => `/v1/messages/batches/${p.id}/cancel`,
+    params: () => ({ id: "msgbatch_x" })
+  },
+  "DELETE /v1/messages/batches/:id": {
+    envelope: "anthropic",
+    as: "key",
+    url: (p) => `/v1/messages/batches/${p.id}`,
+    params: () => ({ id: "msgbatch_x" })
+  },
   "GET /": { envelope: "openai", as: "key", url: () => "/" },
   "GET /healthz": { envelope: "openai", as: "key", url: () => "/healthz" },
   "GET /readyz": { envelope: "openai", as: "key", url: () => "/readyz" },

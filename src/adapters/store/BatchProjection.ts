@@ -70,10 +70,18 @@ export const batchesProjection: Projection = {
   start: () => {
     const batches = new Map<string, BatchState>()
     const dirty = new Set<string>()
+    const deleted = new Set<string>()
     return {
       step: (event) => {
         if (!event.streamName.startsWith("batch-") || !isBatchEventType(event.type)) return
         const batchId = event.streamName.slice("batch-".length)
+        // A deleted batch has no row, whether or not an earlier flush wrote it (and its state may have left memory).
+        if (event.type === "BatchDeleted") {
+          batches.delete(batchId)
+          dirty.delete(batchId)
+          deleted.add(batchId)
+          return
+        }
         const state = evolve(batches.get(batchId), { type: event.type, data: event.data } as BatchEvent)
         if (state !== undefined) {
           batches.set(batchId, state)
@@ -82,6 +90,8 @@ export const batchesProjection: Projection = {
       },
       flush: (sql, schema, final) => {
         if (!final && dirty.size < FLUSH_ROWS) return Effect.void
+        const gone = [...deleted]
+        deleted.clear()
         const rows = [...dirty].flatMap((id) => {
           const state = batches.get(id)
           return state === undefined ? [] : [state]
@@ -95,6 +105,12 @@ export const batchesProjection: Projection = {
           ),
           (chunk) => upsertBatchesSql(sql, schema, batchRecords(chunk)),
           { discard: true }
+        ).pipe(
+          Effect.andThen(
+            gone.length === 0
+              ? Effect.void
+              : Effect.asVoid(sql`DELETE FROM ${sql(schema)}.batches WHERE id = ANY(${gone}::text[])`)
+          )
         )
       },
       held: () => batches.size

@@ -7,6 +7,7 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { EventStore } from "../../app/EventStore.ts"
 import { type BatchRow, BatchStore, type FileRow, type NewFile } from "../../app/ports/BatchStore.ts"
+import { MESSAGE_BATCH_PURPOSE } from "../../domain/batch/BatchInput.ts"
 import { type BatchEvent, type BatchState, batchStream, fold, isBatchEventType } from "../../domain/batch/BatchJob.ts"
 import { batchRecords, upsertBatchesSql } from "./BatchProjection.ts"
 import { orUnavailable } from "./PgEventStore.ts"
@@ -64,7 +65,11 @@ export const layer = Layer.effect(
               )
             }
             for (const file of files) yield* insertFile(sql, file)
-            yield* upsertBatch(sql, next)
+            if (next.deleted) {
+              yield* sql`DELETE FROM batches WHERE id = ${next.batchId}`
+              // A message batch's requests are the gateway's own file: they go with it.
+              yield* sql`DELETE FROM batch_files WHERE id = ${next.inputFileId} AND purpose = ${MESSAGE_BATCH_PURPOSE}`
+            } else yield* upsertBatch(sql, next)
           })
         )
         .pipe(orUnavailable)
@@ -86,6 +91,7 @@ export const layer = Layer.effect(
         orUnavailable(sql<FileRow>`${FILE(sql)}
           WHERE account_id = ${accountId}::uuid AND ${olderThan(sql, "batch_files", page.after)}
             AND ${page.purpose === undefined ? sql`TRUE` : sql`purpose = ${page.purpose}`}
+            AND purpose <> ${MESSAGE_BATCH_PURPOSE}
           ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1}`),
       deleteFile: (accountId, fileId) =>
         Effect.map(
@@ -101,10 +107,22 @@ export const layer = Layer.effect(
           orUnavailable(sql<BatchRow>`${BATCH(sql)} WHERE id = ${batchId} AND account_id = ${accountId}::uuid`),
           (rows) => rows[0]
         ),
-      list: (accountId, page) =>
-        orUnavailable(sql<BatchRow>`${BATCH(sql)}
-          WHERE account_id = ${accountId}::uuid AND ${olderThan(sql, "batches", page.after)}
-          ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1}`),
+      list: (accountId, page) => {
+        const endpoint =
+          page.endpoint === undefined
+            ? sql`TRUE`
+            : "is" in page.endpoint
+              ? sql`endpoint = ${page.endpoint.is}`
+              : sql`endpoint <> ${page.endpoint.not}`
+        return page.before === undefined
+          ? orUnavailable(sql<BatchRow>`${BATCH(sql)}
+              WHERE account_id = ${accountId}::uuid AND ${endpoint} AND ${olderThan(sql, "batches", page.after)}
+              ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1}`)
+          : orUnavailable(sql<BatchRow>`${BATCH(sql)}
+              WHERE account_id = ${accountId}::uuid AND ${endpoint}
+                AND (created_at, id) > (SELECT created_at, id FROM batches WHERE id = ${page.before})
+              ORDER BY created_at ASC, id ASC LIMIT ${page.limit + 1}`)
+      },
       // Two instances racing for one batch: the conditional upsert lets exactly one of them have it.
       claimDue: (owner, now, until, limit) =>
         Effect.map(

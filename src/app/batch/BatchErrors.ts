@@ -22,3 +22,9 @@ export class BatchNotCancellable extends Schema.TaggedError<BatchNotCancellable>
   batchId: Schema.String,
   status: Schema.String
 }) {}
+
+/** A deletion asked of a batch that has not ended (Anthropic: cancel it first). */
+export class BatchNotDeletable extends Schema.TaggedError<BatchNotDeletable>()("BatchNotDeletable", {
+  batchId: Schema.String,
+  status: Schema.String
+}) {}

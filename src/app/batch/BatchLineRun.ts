@@ -4,7 +4,7 @@
  * the ledger command that bills or refunds that hold (`commits.finish`): neither can be written without the other.
  */
 import { Effect } from "effect"
-import type { BatchEndpoint, InputLine } from "../../domain/batch/BatchInput.ts"
+import type { InputLine, LineEndpoint } from "../../domain/batch/BatchInput.ts"
 import type { BatchState, LineResult } from "../../domain/batch/BatchJob.ts"
 import type { RefundReason } from "../../domain/ledger/LedgerEvent.ts"
 import { formatMicros, type Micros } from "../../domain/Money.ts"
@@ -64,7 +64,7 @@ export const runLine = (
     const requestId = lineRequestId(state.batchId, input.line)
     const holdId = lineHoldId(state.batchId, input.line)
     const base = { line: input.line, customId: input.customId, requestId }
-    const endpoint = state.endpoint as BatchEndpoint
+    const endpoint = state.endpoint as LineEndpoint
     const planned = yield* Effect.result(planLine(services, endpoint, key, input.body, requestId))
     if (planned._tag === "Failure") {
       const { status, code, message } = planned.failure

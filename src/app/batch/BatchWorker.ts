@@ -10,7 +10,7 @@
  */
 import { Clock, Duration, Effect, Queue, Semaphore } from "effect"
 import { idlePollMillis } from "../IdlePoll.ts"
-import { type InputLine, readBatchInput } from "../../domain/batch/BatchInput.ts"
+import { type InputLine, MESSAGES_ENDPOINT, readBatchInput } from "../../domain/batch/BatchInput.ts"
 import {
   type BatchEnding,
   type BatchState,
@@ -97,7 +97,8 @@ export const makeBatchWorker = (context: WorkerContext) =>
           state.batchId,
           (iso) => ({ type: "End", ending, outputFileId: null, errorFileId: null, message, at: iso }),
           (latest) => {
-            const files = renderOutput(latest)
+            // A message batch's results are read from its lines (app/batch/MessageBatches.ts), not from files.
+            const files = latest.endpoint === MESSAGES_ENDPOINT ? {} : renderOutput(latest)
             const file = (suffix: string, content: string): NewFile => ({
               id: `file-${randomUUID().replaceAll("-", "")}`,
               accountId: latest.accountId,

@@ -10,20 +10,31 @@ import {
   BATCH_ENDPOINTS,
   type BatchEndpoint,
   fileLineNumbers,
+  type InputLine,
   isBatchEndpoint,
+  type LineEndpoint,
+  MESSAGE_BATCH_PURPOSE,
+  MESSAGES_ENDPOINT,
   readBatchInput
 } from "../../domain/batch/BatchInput.ts"
 import { type BatchState, evolve, type BatchSubmitted } from "../../domain/batch/BatchJob.ts"
 import { formatMicros } from "../../domain/Money.ts"
 import { heldCallServices } from "../HeldCall.ts"
 import { type AuthenticatedKey, Keys } from "../Keys.ts"
-import { type BatchRow, BatchStore, type FileRow, type Page } from "../ports/BatchStore.ts"
+import {
+  type BatchPage,
+  type BatchRow,
+  BatchStore,
+  type FileRow,
+  type NewFile,
+  type Page
+} from "../ports/BatchStore.ts"
 import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
 import { TokenCounter } from "../ports/TokenCounter.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
-import { BatchInvalid, BatchNotCancellable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
+import { BatchInvalid, BatchNotCancellable, BatchNotDeletable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
 import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
 import { type LineServices, planLine } from "./LinePlans.ts"
 
@@ -38,6 +49,13 @@ export interface SubmitBatch {
   readonly endpoint: string
   readonly completionWindow: string
   readonly metadata: Readonly<Record<string, string>> | null
+  readonly requestId: string
+}
+
+/** Anthropic's Message Batches: each request's `params` is a Messages API body (app/batch/MessageBatches.ts). */
+export interface SubmitMessages {
+  readonly key: AuthenticatedKey
+  readonly requests: ReadonlyArray<{ readonly customId: string; readonly params: Record<string, unknown> }>
   readonly requestId: string
 }
 
@@ -60,12 +78,23 @@ export class Batches extends Context.Service<
     readonly submit: (
       input: SubmitBatch
     ) => Effect.Effect<BatchRow, BatchInvalid | FileNotFound | BatchNotFound | StoreUnavailable | StoreRefused>
+    /** Records a message batch, every request planned first as `POST /v1/messages` would plan it. */
+    readonly submitMessages: (
+      input: SubmitMessages
+    ) => Effect.Effect<BatchState, BatchInvalid | StoreUnavailable | StoreRefused>
     readonly get: (accountId: string, id: string) => Effect.Effect<BatchRow, BatchNotFound | StoreUnavailable>
-    readonly list: (accountId: string, page: Page) => Effect.Effect<Paged<BatchRow>, StoreUnavailable>
+    /** The batch replayed from its events: every line's result. */
+    readonly state: (accountId: string, id: string) => Effect.Effect<BatchState, BatchNotFound | StoreUnavailable>
+    readonly list: (accountId: string, page: BatchPage) => Effect.Effect<Paged<BatchRow>, StoreUnavailable>
     readonly cancel: (
       accountId: string,
       id: string
     ) => Effect.Effect<BatchRow, BatchNotFound | BatchNotCancellable | StoreUnavailable>
+    /** Deletes an ended batch (its row, and a message batch's requests); its events stay. */
+    readonly delete: (
+      accountId: string,
+      id: string
+    ) => Effect.Effect<void, BatchNotFound | BatchNotDeletable | StoreUnavailable>
     /** One worker round: claims due batches and advances each by a chunk of lines. */
     readonly runDue: Effect.Effect<RoundReport, StoreUnavailable>
     /** This instance's worker id (lease owner). */
@@ -94,9 +123,12 @@ export class Batches extends Context.Service<
           hasMore: rows.length > limit
         })
 
+        // A message batch's requests are kept as a file of its own, not one of the client's files.
         const getFile = (accountId: string, id: string) =>
           Effect.flatMap(store.findFile(accountId, id), (row) =>
-            row === undefined ? Effect.fail(new FileNotFound({ fileId: id })) : Effect.succeed(row)
+            row === undefined || row.purpose === MESSAGE_BATCH_PURPOSE
+              ? Effect.fail(new FileNotFound({ fileId: id }))
+              : Effect.succeed(row)
           )
 
         const get = (accountId: string, id: string) =>
@@ -151,11 +183,22 @@ export class Batches extends Context.Service<
             text === undefined ? Effect.fail(new FileNotFound({ fileId: file.id })) : Effect.succeed(text)
           )
           const lines = yield* checkLines(input, endpoint, content)
+          const next = yield* record({ ...input, endpoint, inputFileId: file.id }, lines, () => [], "batch_")
+          return yield* get(input.key.accountId, next.batchId)
+        })
+
+        /** Records `BatchSubmitted` (with `files`, in the same transaction) and wakes the worker. */
+        const record = Effect.fnUntraced(function* (
+          input: Omit<SubmitBatch, "endpoint"> & { readonly endpoint: LineEndpoint },
+          lines: ReadonlyArray<InputLine>,
+          files: (at: Date) => ReadonlyArray<NewFile>,
+          prefix: string
+        ) {
           const at = yield* now
           const event: BatchSubmitted = {
             type: "BatchSubmitted",
             data: {
-              batchId: `batch_${randomUUID().replaceAll("-", "")}`,
+              batchId: `${prefix}${randomUUID().replaceAll("-", "")}`,
               accountId: input.key.accountId,
               key: {
                 keyId: input.key.keyId,
@@ -163,7 +206,7 @@ export class Batches extends Context.Service<
                 spendLimit: input.key.spendLimit === null ? null : formatMicros(input.key.spendLimit)
               },
               endpoint: input.endpoint,
-              inputFileId: file.id,
+              inputFileId: input.inputFileId,
               completionWindow: input.completionWindow,
               customIds: lines.map((line) => line.customId),
               metadata: input.metadata,
@@ -173,12 +216,49 @@ export class Batches extends Context.Service<
             }
           }
           const next = evolve(undefined, event) as BatchState
-          yield* store.append(undefined, [event], next, [], at).pipe(
+          yield* store.append(undefined, [event], next, files(at), at).pipe(
             // A fresh id cannot collide: a conflict here is a bug.
             Effect.catchTag("StreamVersionConflict", (error) => Effect.die(error))
           )
           yield* Queue.offer(kicks, undefined)
-          return yield* get(input.key.accountId, next.batchId)
+          return next
+        })
+
+        /**
+         * A message batch: every request planned as `POST /v1/messages` plans it (the first refusal names its index
+         * and field); its requests are kept as the batch's input file, in the line format the worker reads.
+         */
+        const submitMessages = Effect.fnUntraced(function* (input: SubmitMessages) {
+          for (const [index, request] of input.requests.entries()) {
+            const planned = yield* Effect.result(
+              planLine(services, MESSAGES_ENDPOINT, input.key, request.params, input.requestId)
+            )
+            if (planned._tag === "Success") continue
+            const field = `requests.${index}.params.${planned.failure.param ?? "model"}`
+            return yield* new BatchInvalid({
+              message: `requests[${index}] (custom_id '${request.customId}'): ${field}: ${planned.failure.message}`,
+              param: field,
+              line: index,
+              code: "invalid_request"
+            })
+          }
+          const lines = input.requests.map((r, line) => ({ line, customId: r.customId, body: r.params }))
+          const content = lines
+            .map((l) => JSON.stringify({ custom_id: l.customId, method: "POST", url: MESSAGES_ENDPOINT, body: l.body }))
+            .join("\n")
+          const inputFileId = `file-${randomUUID().replaceAll("-", "")}`
+          const files = (at: Date): ReadonlyArray<NewFile> => [
+            {
+              id: inputFileId,
+              accountId: input.key.accountId,
+              purpose: MESSAGE_BATCH_PURPOSE,
+              filename: "requests.jsonl",
+              content,
+              at
+            }
+          ]
+          const batch = { ...input, endpoint: MESSAGES_ENDPOINT, inputFileId, completionWindow: COMPLETION_WINDOW }
+          return yield* record({ ...batch, metadata: null }, lines, files, "msgbatch_")
         })
 
         /** Records the cancellation at the batch's latest version (another writer moving it: read again). */
@@ -210,19 +290,35 @@ export class Batches extends Context.Service<
           }),
           getFile,
           fileContent: (accountId, id) =>
-            Effect.flatMap(store.fileContent(accountId, id), (text) =>
+            Effect.flatMap(Effect.andThen(getFile(accountId, id), store.fileContent(accountId, id)), (text) =>
               text === undefined ? Effect.fail(new FileNotFound({ fileId: id })) : Effect.succeed(text)
             ),
           listFiles: (accountId, page) =>
             Effect.map(store.listFiles(accountId, page), (rows) => paged(rows, page.limit)),
           deleteFile: (accountId, id) =>
-            Effect.flatMap(store.deleteFile(accountId, id), (deleted) =>
+            Effect.flatMap(Effect.andThen(getFile(accountId, id), store.deleteFile(accountId, id)), (deleted) =>
               deleted ? Effect.void : Effect.fail(new FileNotFound({ fileId: id }))
             ),
           submit,
+          submitMessages,
           get,
+          state: (accountId, id) =>
+            Effect.flatMap(store.load(id), (state) =>
+              state === undefined || state.accountId !== accountId || state.deleted
+                ? Effect.fail(new BatchNotFound({ batchId: id }))
+                : Effect.succeed(state)
+            ),
           list: (accountId, page) => Effect.map(store.list(accountId, page), (rows) => paged(rows, page.limit)),
           cancel,
+          delete: Effect.fnUntraced(function* (accountId, id) {
+            yield* get(accountId, id)
+            const recorded = yield* commits.record(id, (at) => ({ type: "Delete", at }), commits.plainAppend)
+            if (recorded._tag === "Gone") return yield* new BatchNotFound({ batchId: id })
+            if (recorded._tag === "Refused") {
+              if (recorded.state.deleted) return yield* new BatchNotFound({ batchId: id })
+              return yield* new BatchNotDeletable({ batchId: id, status: recorded.state.status })
+            }
+          }),
           runDue,
           workerId
         })

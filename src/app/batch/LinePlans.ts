@@ -1,12 +1,12 @@
 /**
  * What a batch line is on its endpoint, planned exactly as the interactive call plans it: the model for the key, the
  * body read the endpoint's way, the estimate (at batch prices) — and the call, which answers the body the client would
- * have had and its price. Chat lines go through `app/ChatPlan.ts`, the deployments' routing and `app/ChatJsonReply.ts`;
+ * have had and its price. Chat lines (OpenAI's chat format, or Anthropic's Messages for a message batch) go through `app/ChatPlan.ts`, the deployments' routing and `app/ChatJsonReply.ts`;
  * embeddings lines through `app/EmbeddingsBody.ts` and the plugin's `embed`, as `app/EmbeddingsGateway.ts` calls it.
  * Submit uses the plan to refuse a line; the worker plans again and runs it.
  */
 import { Clock, Effect, Exit } from "effect"
-import type { BatchEndpoint } from "../../domain/batch/BatchInput.ts"
+import { type LineEndpoint, MESSAGES_ENDPOINT } from "../../domain/batch/BatchInput.ts"
 import type { RefundReason } from "../../domain/ledger/LedgerEvent.ts"
 import type { Micros } from "../../domain/Money.ts"
 import type { PluginFailure } from "../../plugins/ModelPlugin.ts"
@@ -97,9 +97,15 @@ const deferredHold = (holdId: string) => {
   return { hold, seen }
 }
 
-const chatPlan = (services: LineServices, key: AuthenticatedKey, body: Record<string, unknown>, requestId: string) =>
+const chatPlan = (
+  services: LineServices,
+  dialect: ChatInput["dialect"],
+  key: AuthenticatedKey,
+  body: Record<string, unknown>,
+  requestId: string
+) =>
   Effect.gen(function* () {
-    const chat: ChatInput = { dialect: "openai", body, key, requestId }
+    const chat: ChatInput = { dialect, body, key, requestId }
     const planned = yield* planChat(services.registry, services.dialects, chat).pipe(Effect.mapError(refused))
     const plan = { ...planned, model: batchPriced(planned.model) }
     const run = Effect.gen(function* () {
@@ -182,11 +188,11 @@ const embeddingsPlan = (
 /** The line's plan on `endpoint`, or why it cannot run. */
 export const planLine = (
   services: LineServices,
-  endpoint: BatchEndpoint,
+  endpoint: LineEndpoint,
   key: AuthenticatedKey,
   body: Record<string, unknown>,
   requestId: string
 ): Effect.Effect<LinePlan, PlanRefusal> =>
   endpoint === "/v1/embeddings"
     ? embeddingsPlan(services, key, body, requestId)
-    : chatPlan(services, key, body, requestId)
+    : chatPlan(services, endpoint === MESSAGES_ENDPOINT ? "anthropic" : "openai", key, body, requestId)

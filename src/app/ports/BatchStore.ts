@@ -58,6 +58,13 @@ export interface Page {
   readonly after: string | undefined
 }
 
+/** A page of batches: `before` (newer than that batch, nearest first) and which endpoints the surface shows. */
+export interface BatchPage extends Page {
+  readonly before?: string | undefined
+  /** Only batches of this endpoint (`is`), or all but this one (`not`). */
+  readonly endpoint?: { readonly is: string } | { readonly not: string }
+}
+
 export class BatchStore extends Context.Service<
   BatchStore,
   {
@@ -86,8 +93,11 @@ export class BatchStore extends Context.Service<
     /** The read-model write of `next`, to join a ledger batch as a companion. */
     readonly projection: (next: BatchState) => Companion["projection"]
     readonly find: (accountId: string, batchId: string) => Effect.Effect<BatchRow | undefined, StoreUnavailable>
-    /** A page of an account's batches, newest first, one row more than `limit`. */
-    readonly list: (accountId: string, page: Page) => Effect.Effect<ReadonlyArray<BatchRow>, StoreUnavailable>
+    /**
+     * A page of an account's batches, newest first, one row more than `limit`. With `before`, the rows newer than
+     * that batch nearest it first (the caller reverses them).
+     */
+    readonly list: (accountId: string, page: BatchPage) => Effect.Effect<ReadonlyArray<BatchRow>, StoreUnavailable>
     /** Takes up to `limit` unfinished batches whose lease is free, for `owner` until `until`. */
     readonly claimDue: (
       owner: string,

@@ -13,6 +13,15 @@ export const BATCH_ENDPOINTS = ["/v1/chat/completions", "/v1/embeddings"] as con
 
 export type BatchEndpoint = (typeof BATCH_ENDPOINTS)[number]
 
+/** The endpoint of Anthropic's Message Batches: its requests are kept in the same line format, `url` this one. */
+export const MESSAGES_ENDPOINT: "/v1/messages" = "/v1/messages"
+
+/** The purpose of a message batch's requests kept as its input file: internal, not one of the client's files. */
+export const MESSAGE_BATCH_PURPOSE = "message_batch"
+
+/** Every endpoint a batch line can run on, whichever surface submitted it. */
+export type LineEndpoint = BatchEndpoint | typeof MESSAGES_ENDPOINT
+
 export const isBatchEndpoint = (value: unknown): value is BatchEndpoint =>
   typeof value === "string" && (BATCH_ENDPOINTS as ReadonlyArray<string>).includes(value)
 

@@ -67,10 +67,14 @@ export interface BatchSubmitted {
   }
 }
 
-export interface BatchStarted {
-  readonly type: "BatchStarted"
-  readonly data: { readonly batchId: string; readonly at: string }
-}
+/** An event that only marks a moment of the batch. */
+type Marker<T extends string> = { readonly type: T; readonly data: { readonly batchId: string; readonly at: string } }
+
+export type BatchStarted = Marker<"BatchStarted">
+export type BatchCancelRequested = Marker<"BatchCancelRequested">
+export type BatchFinalizing = Marker<"BatchFinalizing">
+/** An ended batch deleted by its account (Anthropic's `DELETE /v1/messages/batches/{id}`): it is no longer shown. */
+export type BatchDeleted = Marker<"BatchDeleted">
 
 /** A line's hold was placed (this event is its companion): the line now runs, on this run or a later one. */
 export interface BatchLineStarted {
@@ -81,16 +85,6 @@ export interface BatchLineStarted {
 export interface BatchLineFinished {
   readonly type: "BatchLineFinished"
   readonly data: LineResult & { readonly batchId: string; readonly at: string }
-}
-
-export interface BatchCancelRequested {
-  readonly type: "BatchCancelRequested"
-  readonly data: { readonly batchId: string; readonly at: string }
-}
-
-export interface BatchFinalizing {
-  readonly type: "BatchFinalizing"
-  readonly data: { readonly batchId: string; readonly at: string }
 }
 
 export interface BatchEnded {
@@ -113,6 +107,7 @@ export type BatchEvent =
   | BatchCancelRequested
   | BatchFinalizing
   | BatchEnded
+  | BatchDeleted
 
 export const BATCH_EVENT_TYPES: ReadonlyArray<BatchEvent["type"]> = [
   "BatchSubmitted",
@@ -121,7 +116,8 @@ export const BATCH_EVENT_TYPES: ReadonlyArray<BatchEvent["type"]> = [
   "BatchLineFinished",
   "BatchCancelRequested",
   "BatchFinalizing",
-  "BatchEnded"
+  "BatchEnded",
+  "BatchDeleted"
 ]
 
 export const isBatchEventType = (type: string): type is BatchEvent["type"] =>
@@ -156,6 +152,8 @@ export interface BatchState {
   readonly updatedAt: string
   /** The stream's version after the last folded event. */
   readonly version: bigint
+  /** Deleted after it ended: shown nowhere, moved by nothing. */
+  readonly deleted: boolean
 }
 
 export const isFinished = (status: BatchStatus): boolean =>
@@ -194,7 +192,8 @@ export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchS
       expiresAt: d.expiresAt,
       times: { validating: d.at },
       updatedAt: d.at,
-      version: 1n
+      version: 1n,
+      deleted: false
     }
   }
   if (state === undefined) return undefined
@@ -222,6 +221,8 @@ export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchS
       return enter("cancelling")
     case "BatchFinalizing":
       return enter("finalizing")
+    case "BatchDeleted":
+      return { ...next, deleted: true }
     case "BatchEnded":
       return {
         ...enter(event.data.ending),
@@ -241,6 +242,7 @@ export type BatchCommand =
   | { readonly type: "FinishLine"; readonly result: LineResult; readonly at: string }
   | { readonly type: "Cancel"; readonly at: string }
   | { readonly type: "Finalize"; readonly at: string }
+  | { readonly type: "Delete"; readonly at: string }
   | {
       readonly type: "End"
       readonly ending: BatchEnding
@@ -258,6 +260,7 @@ export type BatchRejection =
   | { readonly _tag: "WrongStatus"; readonly status: BatchStatus; readonly command: BatchCommand["type"] }
   | { readonly _tag: "LinesPending"; readonly pending: number }
   | { readonly _tag: "NotExpired" }
+  | { readonly _tag: "Deleted" }
 
 export type BatchDecision =
   | { readonly _tag: "Accepted"; readonly events: ReadonlyArray<BatchEvent> }
@@ -271,16 +274,22 @@ const wrong = (state: BatchState, command: BatchCommand): BatchDecision =>
 /**
  * The batch rules (property-tested in test/domain/batch/BatchJob.test.ts):
  * 1. a line finishes at most once, and only a line of the file;
- * 2. nothing moves a finished batch;
+ * 2. nothing moves a finished batch but its deletion;
  * 3. lines finish only while the batch runs (in progress, or cancelling: lines already running still end);
  * 4. a batch completes only through finalizing, and finalizes only with every line finished;
  * 5. a cancellation is taken only before finalizing; asking again is a no-op;
  * 6. a batch expires only at or after its expiry;
  * 7. its counts are always those of its finished lines;
- * 8. a line starts (its hold is placed) at most once, only while the batch is in progress and before it finished.
+ * 8. a line starts (its hold is placed) at most once, only while the batch is in progress and before it finished;
+ * 9. a batch is deleted only once it has finished, and only once.
  */
 export const decide = (state: BatchState, command: BatchCommand): BatchDecision => {
   const batchId = state.batchId
+  if (state.deleted) return reject({ _tag: "Deleted" })
+  if (command.type === "Delete") {
+    if (!isFinished(state.status)) return wrong(state, command)
+    return accept({ type: "BatchDeleted", data: { batchId, at: command.at } })
+  }
   if (isFinished(state.status)) return reject({ _tag: "BatchFinished", status: state.status })
   const pending = state.customIds.length - state.lines.size
   switch (command.type) {

@@ -1,5 +1,5 @@
 /**
- * The batch decider's rules (BatchJob.ts, rules 1–7), checked over random command sequences: whatever a worker,
+ * The batch decider's rules (BatchJob.ts, rules 1–9), checked over random command sequences: whatever a worker,
  * a racing second worker, a restart or a client's cancel sends in whatever order, the state the events fold to keeps
  * every rule.
  */
@@ -61,6 +61,7 @@ const command = (lines: number): fc.Arbitrary<(at: string) => BatchCommand> =>
       })),
     fc.constant((at: string) => ({ type: "Cancel", at }) as BatchCommand),
     fc.constant((at: string) => ({ type: "Finalize", at }) as BatchCommand),
+    fc.constant((at: string) => ({ type: "Delete", at }) as BatchCommand),
     fc.constantFrom("completed", "failed", "expired", "cancelled").map((ending) => (at: string) => ({
       type: "End" as const,
       ending: ending as "completed",
@@ -89,8 +90,9 @@ const run = (lines: number, steps: ReadonlyArray<readonly [(at: string) => Batch
     if (decision._tag === "Rejected") continue
     events.push(...decision.events)
     state = decision.events.reduce<BatchState | undefined>(evolve, state) as BatchState
-    // 2. nothing moves a finished batch
-    assert.isFalse(isFinished(before.status) && decision.events.length > 0)
+    // 2. nothing moves a finished batch (but its deletion), and 9. nothing moves a deleted one
+    assert.isFalse(isFinished(before.status) && decision.events.some((e) => e.type !== "BatchDeleted"))
+    assert.isFalse(before.deleted)
     for (const event of decision.events) {
       if (event.type === "BatchLineFinished") {
         // 1. a line finishes once, and only a line of the file
@@ -111,6 +113,8 @@ const run = (lines: number, steps: ReadonlyArray<readonly [(at: string) => Batch
       // 5. a cancellation only before finalizing
       if (event.type === "BatchCancelRequested") assert.include(["validating", "in_progress"], before.status)
       if (event.type === "BatchFinalizing") assert.strictEqual(before.lines.size, lines)
+      // 9. a deletion only once finished
+      if (event.type === "BatchDeleted") assert.isTrue(isFinished(before.status))
     }
     // 7. the counts are those of the finished lines
     const finished = [...state.lines.values()]
