@@ -3,66 +3,24 @@
  * files.content against the real gateway on PGlite, with lines on three vendors' simulators (and one that always
  * fails). The output file, the ledger and the usage report must agree line by line at batch prices.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import OpenAI, { toFile } from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
-import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
-import { type Admin, makeAdmin } from "../chat/ChatHarness.ts"
+import type { TestGateway } from "../../support/TestGateway.ts"
+import type { Admin } from "../chat/ChatHarness.ts"
+import { BATCH_PRICES, type BatchGateway, ceilPerMillion, micros, startBatchGateway } from "./BatchHarness.ts"
 
-const configYaml = (sim: string, broken: string, slow: string) => `
-upstreams:
-  sim-openai: { protocol: openai, baseUrl: "${sim}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
-  sim-anthropic: { protocol: anthropic, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
-  sim-gemini: { protocol: gemini, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
-  broken: { protocol: openai, baseUrl: "${broken}/v1", apiKey: "sk-sim-test-key", timeoutMs: 5000 }
-  slow: { protocol: openai, baseUrl: "${slow}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
-models:
-  - { id: sim-openai, plugin: text, upstreams: [sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
-  - { id: sim-anthropic, plugin: text, upstreams: [sim-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60", batchInput: "0.10", batchOutput: "0.40" } }
-  - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" } }
-  - { id: broken-model, plugin: text, upstreams: [broken], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
-  - { id: sim-embedding, plugin: embeddings, upstreams: [sim-openai], upstreamModel: sim-embedding, pricing: { input: "0.02" } }
-  - { id: slow-model, plugin: text, upstreams: [slow], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
-`
-
-/** Micro-dollars per 1M tokens at batch prices: explicit keys, else half the interactive ones. */
-const BATCH_PRICES: Record<string, { input: bigint; output: bigint }> = {
-  "sim-openai": { input: 75_000n, output: 300_000n },
-  "sim-anthropic": { input: 100_000n, output: 400_000n },
-  "sim-gemini": { input: 75_000n, output: 300_000n }
-}
-
-const ceilPerMillion = (tokens: number, price: bigint) => (BigInt(tokens) * price + 999_999n) / 1_000_000n
-const micros = (decimal: string) => {
-  const [whole = "0", fraction = ""] = decimal.replace("-", "").split(".")
-  return BigInt(whole) * 1_000_000n + BigInt(fraction.padEnd(6, "0"))
-}
-
-let sim: RunningSimulator
-let broken: RunningSimulator
-let slow: RunningSimulator
+let harness: BatchGateway
 let gateway: TestGateway
 let admin: Admin
-let dir: string
 
 beforeAll(async () => {
-  sim = await startSimulator()
-  broken = await startSimulator({ faults: { status: 500 } })
-  slow = await startSimulator({ faults: { latencyMs: 150 } })
-  dir = mkdtempSync(join(tmpdir(), "tollgate-batches-"))
-  const configPath = join(dir, "tollgate.yaml")
-  writeFileSync(configPath, configYaml(sim.baseUrl, broken.baseUrl, slow.baseUrl))
-  gateway = await startTestGateway({ configPath })
-  admin = makeAdmin(gateway)
+  harness = await startBatchGateway()
+  gateway = harness.gateway
+  admin = harness.admin
 }, 30_000)
 
 afterAll(async () => {
-  await gateway?.close()
-  await Promise.all([sim?.close(), broken?.close(), slow?.close()])
-  rmSync(dir, { recursive: true, force: true })
+  await harness?.close()
 })
 
 const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
