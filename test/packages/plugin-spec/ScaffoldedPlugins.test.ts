@@ -1,8 +1,7 @@
 /**
  * The issue's "done when", from a folder outside the repository: the packed spec's scaffold writes a chat plugin (a
  * made-up vendor with its own auth header and an NDJSON stream) and a moderation plugin, each in its own folder with
- * its own copy of `effect`; `npm test` in the chat plugin's runs the spec's chat suite green (the moderation plugin's
- * suite runs in Scaffold.test.ts); the gateway loads both from the
+ * its own copy of `effect`; `npm test` in each runs its contract suite green; the gateway loads both from the
  * operator config alone (nothing under `src/` names them), and the official `openai` SDK's streamed and whole chats and
  * `moderations.create({ input })` (no model) are held, billed exactly and refunded when the vendor fails — the
  * vendor's own words never reaching the client.
@@ -191,8 +190,8 @@ beforeAll(async () => {
   run(process.execPath, [init, "init", "chat"], work)
   run(process.execPath, [init, "init", "moderation"], work)
   for (const folder of [chatFolder, moderationFolder]) install(folder, join(work, "spec/package"))
-  // The moderation plugin's suite runs in Scaffold.test.ts (in process); the chat plugin's here, as `npm test`.
-  suites = Promise.all([npmTest(chatFolder)])
+  // Each generated folder's own `npm test`: its contract suite on its own `effect`.
+  suites = Promise.all([npmTest(chatFolder), npmTest(moderationFolder)])
 
   const vendorOf = async (folder: string) =>
     (await import(pathToFileURL(join(folder, "vendor.ts")).href)) as {
@@ -247,7 +246,7 @@ describe("scaffolded plugins, outside the repository, on their own effect", () =
     }
   })
 
-  it("the chat plugin passes its contract suite with `npm test`, as generated", async () => {
+  it("the chat and the moderation plugins pass their contract suites with `npm test`, as generated", async () => {
     for (const { status, output } of await suites) {
       assert.strictEqual(status, 0, output)
       // biome-ignore lint/suspicious/noControlCharactersInRegex: vitest's colours
