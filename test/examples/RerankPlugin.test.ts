@@ -7,7 +7,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { makeAdmin } from "../http/chat/ChatHarness.ts"
+import { type LedgerEntry, makeAdmin } from "../http/chat/ChatHarness.ts"
+import { formatMicros } from "../../src/domain/Money.ts"
 import { startTestGateway, type TestGateway } from "../support/TestGateway.ts"
 import { type RerankSimulator, startRerankSimulator } from "../../examples/plugin-rerank/simulator.ts"
 
@@ -29,23 +30,12 @@ models:
 plugins: ["${RERANK_MODULE}", "${ECHO_MODULE}"]
 `
 
-interface LedgerEntry {
-  readonly type: string
-  readonly amount: string | null
-  readonly holdId: string | null
-  readonly requestId: string | null
-  readonly model: string | null
-  readonly data: Record<string, unknown>
-}
-
 let dir: string
 let simulator: RerankSimulator
 let gateway: TestGateway
 let accountId: string
 let apiKey: string
 let echoOnlyKey: string
-
-const micros = (amount: bigint): string => `${amount / 1_000_000n}.${(amount % 1_000_000n).toString().padStart(6, "0")}`
 
 /** An admin call that must succeed, its JSON answer. */
 const admin = async (method: string, path: string, body?: unknown) => {
@@ -61,16 +51,10 @@ const rerank = (body: unknown, key: string | null = apiKey) =>
     body: JSON.stringify(body)
   })
 
-const ledgerOf = async (requestId: string | null): Promise<ReadonlyArray<LedgerEntry>> => {
-  const page = (await admin("GET", `/admin/accounts/${accountId}/ledger?limit=1000`)) as {
-    data: ReadonlyArray<LedgerEntry>
-  }
-  const hold = page.data.find((entry) => entry.type === "HoldPlaced" && entry.requestId === requestId)
-  return hold === undefined ? [] : page.data.filter((entry) => entry.holdId === hold.holdId)
-}
+const ledgerOf = (requestId: string | null): Promise<ReadonlyArray<LedgerEntry>> =>
+  makeAdmin(gateway).request(accountId, requestId)
 
-const available = async (): Promise<string> =>
-  ((await admin("GET", `/admin/accounts/${accountId}`)) as { balance: { available: string } }).balance.available
+const available = async (): Promise<string> => (await makeAdmin(gateway).balance(accountId)).available
 
 beforeAll(async () => {
   simulator = await startRerankSimulator()
@@ -124,12 +108,12 @@ describe("a new kind from the operator config alone (examples/plugin-rerank)", (
       ["HoldPlaced", "UsageRecalculated"],
       "a call that uses its whole hold has nothing to refund"
     )
-    assert.strictEqual(entries[0]?.amount, micros(PER_UNIT))
+    assert.strictEqual(entries[0]?.amount, formatMicros(PER_UNIT))
     assert.strictEqual(entries[0]?.model, "rerank-1")
     assert.strictEqual(entries[0]?.data.plugin, "rerank")
-    assert.strictEqual(entries[1]?.data.cost, micros(PER_UNIT))
+    assert.strictEqual(entries[1]?.data.cost, formatMicros(PER_UNIT))
     assert.deepStrictEqual(entries[1]?.data.usage, { searchUnits: 1, documents: 3 })
-    assert.strictEqual(await available(), micros(BigInt(Math.round(Number(before) * 1e6)) - PER_UNIT))
+    assert.strictEqual(await available(), formatMicros(BigInt(Math.round(Number(before) * 1e6)) - PER_UNIT))
   })
 
   it("counts a search unit per started 100 documents, and a long document once per 2,000 characters", async () => {
@@ -139,8 +123,8 @@ describe("a new kind from the operator config alone (examples/plugin-rerank)", (
     // 150 short documents + one of 3 chunks = 153 → 2 units.
     assert.strictEqual(((await response.json()) as { usage: { search_units: number } }).usage.search_units, 2)
     const entries = await ledgerOf(response.headers.get("x-request-id"))
-    assert.strictEqual(entries[0]?.amount, micros(2n * PER_UNIT))
-    assert.strictEqual(entries[1]?.data.cost, micros(2n * PER_UNIT))
+    assert.strictEqual(entries[0]?.amount, formatMicros(2n * PER_UNIT))
+    assert.strictEqual(entries[1]?.data.cost, formatMicros(2n * PER_UNIT))
   })
 
   it("answers a malformed body with a 400 naming the field, in OpenAI's envelope, and holds nothing", async () => {

@@ -95,6 +95,8 @@ export interface Admin {
   /** A fresh account holding `deposit` USD and one key (optionally limited to `models`). */
   customer(options?: { readonly deposit?: string; readonly models?: ReadonlyArray<string> }): Promise<Customer>
   ledger(accountId: string): Promise<ReadonlyArray<LedgerEntry>>
+  /** The entries of the hold the request `requestId` placed (none when it placed none). */
+  request(accountId: string, requestId: string | null | undefined): Promise<ReadonlyArray<LedgerEntry>>
   balance(accountId: string): Promise<{ deposited: string; captured: string; held: string; available: string }>
 }
 
@@ -110,6 +112,17 @@ export const makeAdmin = (gateway: TestGateway): Admin => {
     })
     const text = await response.text()
     return { status: response.status, body: text.length > 0 ? JSON.parse(text) : null }
+  }
+  // Every entry, following `next` past the page limit.
+  const ledger = async (accountId: string): Promise<ReadonlyArray<LedgerEntry>> => {
+    const entries: Array<LedgerEntry> = []
+    let after = 0
+    for (;;) {
+      const response = await call("GET", `/admin/accounts/${accountId}/ledger?after=${after}&limit=1000`)
+      entries.push(...response.body.data)
+      if (response.body.next === null || response.body.next === undefined) return entries
+      after = response.body.next
+    }
   }
   let counter = 0
   return {
@@ -132,16 +145,11 @@ export const makeAdmin = (gateway: TestGateway): Admin => {
       if (key.status !== 201) throw new Error(`key: ${JSON.stringify(key.body)}`)
       return { accountId: account.body.id, keyId: key.body.id, key: key.body.key }
     },
-    // Every entry, following `next` past the page limit.
-    ledger: async (accountId) => {
-      const entries: Array<LedgerEntry> = []
-      let after = 0
-      for (;;) {
-        const response = await call("GET", `/admin/accounts/${accountId}/ledger?after=${after}&limit=1000`)
-        entries.push(...response.body.data)
-        if (response.body.next === null || response.body.next === undefined) return entries
-        after = response.body.next
-      }
+    ledger,
+    request: async (accountId, requestId) => {
+      const entries = await ledger(accountId)
+      const hold = entries.find((entry) => entry.type === "HoldPlaced" && entry.requestId === requestId)
+      return hold === undefined ? [] : entries.filter((entry) => entry.holdId === hold.holdId)
     },
     balance: async (accountId) => (await call("GET", `/admin/accounts/${accountId}`)).body.balance
   }

@@ -14,7 +14,8 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, relative, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
-import { makeAdmin } from "../../http/chat/ChatHarness.ts"
+import { type LedgerEntry, makeAdmin } from "../../http/chat/ChatHarness.ts"
+import { formatMicros } from "../../../src/domain/Money.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 
 const ROOT = resolve(import.meta.dirname, "../../..")
@@ -90,26 +91,10 @@ const score = (body: unknown, key = apiKey) =>
     body: JSON.stringify(body)
   })
 
-interface LedgerEntry {
-  readonly type: string
-  readonly amount: string | null
-  readonly holdId: string | null
-  readonly requestId: string | null
-  readonly data: Record<string, unknown>
-}
+const ledgerOf = (requestId: string | null): Promise<ReadonlyArray<LedgerEntry>> =>
+  makeAdmin(gateway).request(accountId, requestId)
 
-const ledgerOf = async (requestId: string | null): Promise<ReadonlyArray<LedgerEntry>> => {
-  const page = (await admin("GET", `/admin/accounts/${accountId}/ledger?limit=1000`)) as {
-    data: ReadonlyArray<LedgerEntry>
-  }
-  const hold = page.data.find((entry) => entry.type === "HoldPlaced" && entry.requestId === requestId)
-  return hold === undefined ? [] : page.data.filter((entry) => entry.holdId === hold.holdId)
-}
-
-const available = async (): Promise<string> =>
-  ((await admin("GET", `/admin/accounts/${accountId}`)) as { balance: { available: string } }).balance.available
-
-const micros = (amount: bigint): string => `${amount / 1_000_000n}.${(amount % 1_000_000n).toString().padStart(6, "0")}`
+const available = async (): Promise<string> => (await makeAdmin(gateway).balance(accountId)).available
 
 beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), "tollgate-external-plugin-"))
@@ -228,10 +213,10 @@ describe("a plugin installed outside the repository, with its own effect", () =>
       entries.map((entry) => entry.type),
       ["HoldPlaced", "UsageRecalculated"]
     )
-    assert.strictEqual(entries[0]?.amount, micros(3n * PER_ITEM))
-    assert.strictEqual(entries[1]?.data.cost, micros(3n * PER_ITEM))
+    assert.strictEqual(entries[0]?.amount, formatMicros(3n * PER_ITEM))
+    assert.strictEqual(entries[1]?.data.cost, formatMicros(3n * PER_ITEM))
     assert.deepStrictEqual(entries[1]?.data.usage, { items: 3 })
-    assert.strictEqual(await available(), micros(BigInt(Math.round(Number(before) * 1e6)) - 3n * PER_ITEM))
+    assert.strictEqual(await available(), formatMicros(BigInt(Math.round(Number(before) * 1e6)) - 3n * PER_ITEM))
   })
 
   it("serves a body without `model` with the plugin's default model, under the key's model list", async () => {
@@ -239,7 +224,7 @@ describe("a plugin installed outside the repository, with its own effect", () =>
     assert.strictEqual(response.status, 200)
     assert.strictEqual(((await response.json()) as { model: string }).model, "score-1")
     const entries = await ledgerOf(response.headers.get("x-request-id"))
-    assert.strictEqual(entries[0]?.amount, micros(2n * PER_ITEM))
+    assert.strictEqual(entries[0]?.amount, formatMicros(2n * PER_ITEM))
     const refused = await score({ input: ["alpha"] }, brokenOnlyKey)
     assert.strictEqual(refused.status, 403)
     assert.strictEqual(((await refused.json()) as { error: { code: string } }).error.code, "model_not_allowed")

@@ -26,7 +26,8 @@ import { pathToFileURL } from "node:url"
 import Anthropic from "@anthropic-ai/sdk"
 import OpenAI from "openai"
 import { countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
-import { makeAdmin } from "../../http/chat/ChatHarness.ts"
+import { type LedgerEntry, makeAdmin } from "../../http/chat/ChatHarness.ts"
+import { formatMicros, parseDecimal } from "../../../src/domain/Money.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 
 const ROOT = resolve(import.meta.dirname, "../../..")
@@ -109,34 +110,18 @@ const admin = async (method: string, path: string, body?: unknown) => {
   return answer.body as Record<string, unknown>
 }
 
-interface LedgerEntry {
-  readonly type: string
-  readonly amount: string | null
-  readonly holdId: string | null
-  readonly requestId: string | null
-  readonly data: Record<string, unknown>
-}
-
 /** The ledger entries of one request, once its hold is resolved (a stream settles just after its last byte). */
 const ledgerOf = async (requestId: string | null | undefined): Promise<ReadonlyArray<LedgerEntry>> => {
   for (let attempt = 0; ; attempt++) {
-    const page = (await admin("GET", `/admin/accounts/${accountId}/ledger?limit=1000`)) as {
-      data: ReadonlyArray<LedgerEntry>
-    }
-    const hold = page.data.find((entry) => entry.type === "HoldPlaced" && entry.requestId === requestId)
-    const entries = hold === undefined ? [] : page.data.filter((entry) => entry.holdId === hold.holdId)
+    const entries = await makeAdmin(gateway).request(accountId, requestId)
     if (entries.some((entry) => entry.type !== "HoldPlaced") || attempt >= 40) return entries
     await new Promise((done) => setTimeout(done, 50))
   }
 }
 
-const available = async (): Promise<bigint> => {
-  const account = (await admin("GET", `/admin/accounts/${accountId}`)) as { balance: { available: string } }
-  const [whole, fraction = ""] = account.balance.available.split(".")
-  return BigInt(whole as string) * 1_000_000n + BigInt(fraction.padEnd(6, "0"))
-}
+const available = async (): Promise<bigint> =>
+  parseDecimal((await makeAdmin(gateway).balance(accountId)).available) as bigint
 
-const micros = (amount: bigint): string => `${amount / 1_000_000n}.${(amount % 1_000_000n).toString().padStart(6, "0")}`
 const perMillion = (tokens: number, price: bigint) => (BigInt(tokens) * price + 999_999n) / 1_000_000n
 
 /** A reply that cost `cost`: held, charged exactly that, the rest of the hold given back, the balance down by it. */
@@ -147,9 +132,9 @@ const assertBilled = async (requestId: string | null | undefined, cost: bigint, 
     ["HoldPlaced", "UsageRecalculated", "RefundIssued"]
   )
   const [hold, usage, refund] = entries as [LedgerEntry, LedgerEntry, LedgerEntry]
-  assert.strictEqual(usage.data.cost, micros(cost))
+  assert.strictEqual(usage.data.cost, formatMicros(cost))
   const held = BigInt(Math.round(Number(hold.amount) * 1e6))
-  assert.strictEqual(refund.amount, micros(held - cost))
+  assert.strictEqual(refund.amount, formatMicros(held - cost))
   assert.strictEqual(await available(), before - cost)
 }
 
@@ -410,7 +395,7 @@ const assertBilledWhole = async (requestId: string | null, cost: bigint, before:
     entries.map((entry) => entry.type),
     ["HoldPlaced", "UsageRecalculated"]
   )
-  assert.strictEqual(entries[0]?.amount, micros(cost))
-  assert.strictEqual(entries[1]?.data.cost, micros(cost))
+  assert.strictEqual(entries[0]?.amount, formatMicros(cost))
+  assert.strictEqual(entries[1]?.data.cost, formatMicros(cost))
   assert.strictEqual(await available(), before - cost)
 }
