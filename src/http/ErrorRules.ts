@@ -1,7 +1,7 @@
 /**
  * What the client sees for each typed failure of the app layer: one rule per error tag, checked by the compiler
  * against the error classes themselves (a renamed field or a new tag in the union fails to build). Envelopes per
- * protocol are ApiError.ts's; statuses for a plugin's failure reasons are FailureStatus.ts's.
+ * protocol are ApiError.ts's; statuses for a plugin's failure reasons are app/FailureStatus.ts's.
  */
 import type { InvalidChatRequest, ModelNotAllowed, ModelNotFound, UpstreamFailed } from "../app/ChatErrors.ts"
 import type { ContentStoreError } from "../app/ContentStore.ts"
@@ -26,7 +26,7 @@ import type {
 import type { VideoExpired, VideoNotFound, VideoNotReady } from "../app/video/VideoTaskParts.ts"
 import { clip } from "../domain/Quoted.ts"
 import { type ApiError, apiError } from "./ApiError.ts"
-import { statusOfFailure } from "./FailureStatus.ts"
+import { statusOfFailure } from "../app/FailureStatus.ts"
 
 /** Every failure the routes answer with a 4xx or 5xx of their own; anything else is a defect (a 500, logged). */
 export type MappedError =

@@ -6,7 +6,6 @@
  */
 import { createHash } from "node:crypto"
 import type { BatchState, LineResult } from "../../domain/batch/BatchJob.ts"
-import type { FailureReason } from "../../plugins/ModelPlugin.ts"
 
 const digest = (text: string) => createHash("sha256").update(text).digest("hex")
 
@@ -18,22 +17,6 @@ export const lineHoldId = (batchId: string, line: number): string => {
 
 /** The request id of a line: its hold's, its usage record's and its output line's, so the three join. */
 export const lineRequestId = (batchId: string, line: number): string => `${batchId}/${line}`
-
-/**
- * The status a client calling the endpoint directly would have had for a failure (as `src/http/FailureStatus.ts`
- * maps it for live calls: the output file has to carry it, and app does not import http).
- */
-export const lineStatus = (reason: FailureReason): number =>
-  ({
-    invalid_request: 400,
-    rate_limited: 429,
-    overloaded: 503,
-    unavailable: 502,
-    timeout: 504,
-    not_found: 404,
-    cancelled: 400,
-    misconfigured: 500
-  })[reason]
 
 const jsonLine = (batchId: string, result: LineResult) =>
   JSON.stringify({

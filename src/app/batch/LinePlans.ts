@@ -19,7 +19,7 @@ import type { AuthenticatedKey } from "../Keys.ts"
 import type { ChatDialects } from "../ports/ChatDialects.ts"
 import type { ResponseStore } from "../ports/ResponseStore.ts"
 import type { TokenCounter } from "../ports/TokenCounter.ts"
-import { lineStatus } from "./BatchOutput.ts"
+import { statusOfFailure } from "../FailureStatus.ts"
 import { batchPriced } from "./BatchPricing.ts"
 
 export interface LineServices extends HeldCallServices {
@@ -69,7 +69,7 @@ const refused = (error: { readonly _tag: string; readonly message?: string; read
 }
 
 const failedCall = (failure: PluginFailure): LineFailure => ({
-  status: lineStatus(failure.reason),
+  status: statusOfFailure(failure.reason),
   code: failure.code ?? failure.reason,
   message: failure.message,
   release: failure.reason === "invalid_request" ? "rejected" : "failed"

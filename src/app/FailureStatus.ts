@@ -1,6 +1,8 @@
 /**
  * The one place a plugin's failure reason becomes an HTTP status: plugins say why they failed, in the plugin spec's
- * words, and the edge decides what each protocol's client sees (the envelope comes from the dialect that was called).
+ * words. The edge answers a live call with it (http/ErrorRules.ts; the envelope comes from the dialect that was
+ * called), and a batch writes it into the line's result (app/batch/LinePlans.ts), as the status the client would have
+ * had calling the endpoint directly.
  */
 import type { FailureReason } from "@tollgate/plugin-spec"
 
