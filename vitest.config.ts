@@ -3,11 +3,13 @@ import { defineConfig } from "vitest/config"
 /**
  * Files whose checks are about time or the whole machine (a health answer within 100 ms beside a 30 MB prompt,
  * `kill -9` of a child gateway and its restart, a database restart, a drain within its grace, CPU per request, the
- * coding agents' CLIs): they run last, one at a time, with the machine to themselves. Everything else runs two files
- * at a time — on a 2-core machine vitest's default is one (cores − 1), which left the second core to Postgres alone
- * and CI at 26 minutes (22 with this split). With every in-memory PGlite started from one migrated template and the
- * child gateways on the compiled bundle (the two global setups below), `npm test` took 15.5 minutes on a 2-core
- * machine with nothing else running (2026-11-28, 1,852 tests).
+ * coding agents' CLIs): they run last, one at a time, with the machine to themselves, each file in a fresh process.
+ * Everything else runs two files at a time — on a 2-core machine vitest's default is one (cores − 1), which left the
+ * second core to Postgres alone and CI at 26 minutes (22 with this split) — in two long-lived worker processes that
+ * load each module once (`isolate: false`): a fresh process per file spent more CPU importing effect, the SDKs and
+ * src/ again than most files spend testing (66 files of test/domain, test/plugins and test/http/chat: 108 s of CPU
+ * isolated, 41 s shared). Files therefore keep nothing in module or global state that another file could see
+ * (test/support/SecretWatch.ts installs its watchers once per process for that reason).
  */
 const alone = [
   "test/http/chat/LargePrompt.test.ts",
@@ -39,6 +41,7 @@ export default defineConfig({
           include: everything,
           exclude: [...alone, "**/node_modules/**"],
           maxWorkers: 2,
+          isolate: false,
           sequence: { groupOrder: 0 }
         }
       },

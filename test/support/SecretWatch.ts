@@ -9,13 +9,23 @@ import { inspect } from "node:util"
 import { afterAll, assert } from "vitest"
 
 const SECRET = /sk-[A-Za-z0-9]{40,}|tga_[A-Za-z0-9_]{30,}/g
-const leaks: Array<string> = []
+
+/**
+ * Files share a worker process (vitest `isolate: false`) and this file runs again before each of them: the watchers
+ * are installed once per process, and each file starts with an empty list of leaks, checked when it ends.
+ */
+const STATE = Symbol.for("tollgate/test/SecretWatch")
+type Watch = { readonly leaks: Array<string> }
+const installed = (globalThis as { [STATE]?: Watch })[STATE]
+const watch: Watch = installed ?? { leaks: [] }
+const leaks = watch.leaks
+leaks.length = 0
 
 const scan = (where: string, text: string) => {
   for (const match of text.matchAll(SECRET)) leaks.push(`${where}: …${match[0].slice(0, 8)}… in ${text.slice(0, 160)}`)
 }
 
-const watch = (stream: NodeJS.WriteStream, name: string) => {
+const watchStream = (stream: NodeJS.WriteStream, name: string) => {
   const write = stream.write.bind(stream) as (...args: Array<unknown>) => boolean
   stream.write = ((chunk: unknown, ...rest: Array<unknown>) => {
     if (typeof chunk === "string") scan(name, chunk)
@@ -23,15 +33,15 @@ const watch = (stream: NodeJS.WriteStream, name: string) => {
     return write(chunk, ...rest)
   }) as typeof stream.write
 }
-watch(process.stdout, "stdout")
-watch(process.stderr, "stderr")
 
 // vitest routes `console` of a worker to its reporter without touching stdout: the loggers write through it.
-for (const level of ["log", "info", "warn", "error", "debug", "trace"] as const) {
-  const original = console[level].bind(console)
-  console[level] = (...args: Array<unknown>) => {
-    scan(`console.${level}`, args.map((arg) => (typeof arg === "string" ? arg : inspect(arg))).join(" "))
-    original(...args)
+const watchConsole = () => {
+  for (const level of ["log", "info", "warn", "error", "debug", "trace"] as const) {
+    const original = console[level].bind(console)
+    console[level] = (...args: Array<unknown>) => {
+      scan(`console.${level}`, args.map((arg) => (typeof arg === "string" ? arg : inspect(arg))).join(" "))
+      original(...args)
+    }
   }
 }
 
@@ -72,14 +82,24 @@ const inspected = (response: Response, where: string): Response => {
   return copy
 }
 
-const originalFetch = globalThis.fetch
-globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
-  const response = await originalFetch(...args)
-  const url = new URL(String(args[0] instanceof Request ? args[0].url : args[0]))
-  const method = ((args[0] instanceof Request ? args[0].method : args[1]?.method) ?? "GET").toUpperCase()
-  if (method === "POST" && KEY_CREATION.test(url.pathname)) return response
-  return inspected(response, `${method} ${url.pathname} ${response.status}`)
-}) as typeof fetch
+const watchFetch = () => {
+  const originalFetch = globalThis.fetch
+  globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
+    const response = await originalFetch(...args)
+    const url = new URL(String(args[0] instanceof Request ? args[0].url : args[0]))
+    const method = ((args[0] instanceof Request ? args[0].method : args[1]?.method) ?? "GET").toUpperCase()
+    if (method === "POST" && KEY_CREATION.test(url.pathname)) return response
+    return inspected(response, `${method} ${url.pathname} ${response.status}`)
+  }) as typeof fetch
+}
+
+if (installed === undefined) {
+  watchStream(process.stdout, "stdout")
+  watchStream(process.stderr, "stderr")
+  watchConsole()
+  watchFetch()
+  ;(globalThis as { [STATE]?: Watch })[STATE] = watch
+}
 
 afterAll(async () => {
   // Error bodies are read asynchronously: let the last ones land.
