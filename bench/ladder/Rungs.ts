@@ -18,6 +18,8 @@ export interface RungServer {
   readonly origin: string
   /** The model the rung's requests name: the mock's own for the bare proxies, the gateway's for Tollgate. */
   readonly model: string
+  /** The model whose upstream waits before its first byte (the mock's `mock-think`, `MockUpstream.ts`). */
+  readonly thinkingModel: string
   /** `Bearer …` values, one per connection; empty for the proxies. */
   readonly keys: ReadonlyArray<string>
   readonly readyMs: number
@@ -96,6 +98,7 @@ export const startRung = async (
       pid: proxy.pid,
       origin,
       model: "mock-fast",
+      thinkingModel: "mock-think",
       keys: [],
       readyMs: Date.now() - started,
       hasPostgres: false,
@@ -112,6 +115,7 @@ export const startRung = async (
   mock-openai: { protocol: openai, baseUrl: "${options.mockOrigin}/v1", apiKey: "mock", maxConnections: 2048 }
 models:
   - { id: bench-chat, plugin: text, upstreams: [mock-openai], upstreamModel: mock-fast, pricing: { input: "0.10", output: "0.40" }, maxOutputTokens: 256 }
+  - { id: bench-think, plugin: text, upstreams: [mock-openai], upstreamModel: mock-think, pricing: { input: "0.10", output: "0.40" }, maxOutputTokens: 256 }
 `
   )
   const env: Record<string, string> = {
@@ -161,6 +165,7 @@ models:
     pid: gateway.pid,
     origin,
     model: "bench-chat",
+    thinkingModel: "bench-think",
     keys,
     readyMs,
     hasPostgres: db !== undefined,

@@ -14,8 +14,12 @@
  * that database), p50 at one connection (and the mock's own, called directly in alternation), idle CPU (ms/s) and
  * idle RSS, peak RSS under load, and the time to ready. Servers and the mock run on core 0, the generator on core 1.
  *
+ * Last, the first byte of a streamed reply whose upstream thinks 50 ms before its own (the mock's `mock-think`), at one
+ * connection, through the rung and straight to the mock in alternating rounds: what the rung adds to the first byte
+ * (the hold is meant to commit while the vendor thinks).
+ *
  *   npm run bench -- ladder [--rungs floor,effect,memory,postgres,pglite] [--seconds 10] [--connections 32]
- *                           [--sequential 1000] [--warmup-seconds 3] [--idle-seconds 5]
+ *                           [--sequential 1000] [--warmup-seconds 3] [--idle-seconds 5] [--think-requests 200]
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -47,6 +51,7 @@ const connections = Number(option("connections") ?? 32)
 const sequentialCount = Number(option("sequential") ?? 1000)
 const warmupSeconds = Number(option("warmup-seconds") ?? 3)
 const idleSeconds = Number(option("idle-seconds") ?? 5)
+const thinkRequests = Number(option("think-requests") ?? 200)
 const SERVER_CORE = 0
 const GENERATOR_CORE = cores > 1 ? 1 : 0
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -75,6 +80,48 @@ const request = (server: RungServer) => ({
   headers: { "content-type": "application/json", authorization: server.keys[0] ?? "Bearer none" }
 })
 const direct = { ...request({ model: "mock-fast", keys: [] } as unknown as RungServer), headers: {} }
+const streamed = (model: string, authorization: string | undefined) => ({
+  method: "POST" as const,
+  path: "/v1/chat/completions",
+  body: JSON.stringify({
+    model,
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: [{ role: "user", content: "Hello there, how are you today?" }],
+    max_tokens: 24
+  }),
+  headers: { "content-type": "application/json", ...(authorization === undefined ? {} : { authorization }) }
+})
+
+/** First byte through the rung and straight from the mock, `thinkRequests` each, in ten alternating rounds. */
+const thinkingFirstByte = async (server: RungServer) => {
+  const through: Array<number> = []
+  const straight: Array<number> = []
+  const round = Math.max(1, Math.round(thinkRequests / 10))
+  const median = (values: Array<number>) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+  for (let i = 0; i < 10; i++) {
+    const viaMock = await generator.run<SequentialResult>({
+      kind: "sequential",
+      origin: mockOrigin,
+      request: streamed("mock-think", undefined),
+      count: round,
+      firstByte: true
+    })
+    const viaRung = await generator.run<SequentialResult>({
+      kind: "sequential",
+      origin: server.origin,
+      request: streamed(server.thinkingModel, server.keys[0]),
+      count: round,
+      firstByte: true
+    })
+    straight.push(viaMock.firstByte?.p50 ?? Number.NaN)
+    through.push(viaRung.firstByte?.p50 ?? Number.NaN)
+  }
+  // The median of the rounds' medians, each side (the method of the public gateway benchmark cited in issue 29).
+  const directP50 = median(straight)
+  const p50 = median(through)
+  return { directP50, p50, addedP50: p50 - directP50 }
+}
 
 /** Server and Postgres CPU (µs) and the database's counters around `run`. */
 const measured = async <A>(server: RungServer, run: () => Promise<A>) => {
@@ -142,6 +189,7 @@ for (const rung of rungs) {
   const one = await measured(server, () =>
     generator.run<SequentialResult>({ kind: "sequential", origin: server.origin, request: req, count: sequentialCount })
   )
+  const think = thinkRequests > 0 ? await thinkingFirstByte(server) : undefined
   const n = load.result.requests
   const per = (value: number | undefined, count: number) => (value === undefined ? undefined : value / count)
   const row = {
@@ -170,7 +218,8 @@ for (const rung of rungs) {
       keyLookupsPerRequest: per(one.counters?.keyLookups, sequentialCount),
       alertLookupsPerRequest: per(one.counters?.alertLookups, sequentialCount),
       non200: sequentialCount - (one.result.statuses["200"] ?? 0) + one.result.errors
-    }
+    },
+    thinkingFirstByte: think
   }
   rows.push(row)
   console.log(JSON.stringify(row))
@@ -184,7 +233,7 @@ const floor = rows.find((row) => row.rung === "floor")
 const f = (value: unknown, digits = 0) =>
   typeof value === "number" && Number.isFinite(value) ? value.toFixed(digits) : "—"
 const header =
-  "| rung | req/s | CPU µs/req | × floor CPU | +pg µs/req | xact/req | key/req | alert/req | 1-conn p50 ms (added) | 1-conn CPU µs/req (+pg) | idle CPU ms/s (+pg) | idle RSS MB | peak RSS MB | ready ms |"
+  "| rung | req/s | CPU µs/req | × floor CPU | +pg µs/req | xact/req | key/req | alert/req | 1-conn p50 ms (added) | 1-conn CPU µs/req (+pg) | first byte after 50 ms ms (added) | idle CPU ms/s (+pg) | idle RSS MB | peak RSS MB | ready ms |"
 console.log(
   `\n${header}\n|${header
     .split("|")
@@ -194,11 +243,13 @@ console.log(
 )
 for (const row of rows) {
   const one = row.oneConnection as Record<string, number | undefined>
+  const think = row.thinkingFirstByte as Record<string, number> | undefined
   const ratio = floor === undefined ? undefined : (row.cpuUsPerRequest as number) / (floor.cpuUsPerRequest as number)
   console.log(
     `| ${row.rung} | ${f(row.rps)} | ${f(row.cpuUsPerRequest)} | ${f(ratio, 1)} | ${f(row.postgresCpuUsPerRequest)} | ` +
       `${f(row.transactionsPerRequest, 2)} | ${f(row.keyLookupsPerRequest, 3)} | ${f(row.alertLookupsPerRequest, 3)} | ` +
       `${f(one.p50, 2)} (${f(one.addedP50, 2)}) | ${f(one.cpuUsPerRequest)} (${f(one.postgresCpuUsPerRequest)}) | ` +
+      `${f(think?.p50, 2)} (${f(think?.addedP50, 2)}) | ` +
       `${f(row.idleCpuMsPerS, 1)} (${f(row.idlePostgresCpuMsPerS, 1)}) | ${f(row.idleRssMb)} | ${f(row.peakRssMb)} | ${f(row.readyMs)} |`
   )
 }
@@ -213,7 +264,7 @@ writeFileSync(
       date: new Date().toISOString(),
       command: `npm run bench -- ladder ${argv.join(" ")}`.trim(),
       machine: { cores, node: process.version, load: loads },
-      options: { seconds, connections, sequentialCount, warmupSeconds, idleSeconds },
+      options: { seconds, connections, sequentialCount, warmupSeconds, idleSeconds, thinkRequests },
       rows
     },
     null,

@@ -40,6 +40,8 @@ export interface SequentialJob {
   readonly origin: string
   readonly request: Request
   readonly count: number
+  /** Also time each response's first body chunk (a stream's first event). */
+  readonly firstByte?: boolean
 }
 
 export interface StreamsJob {
@@ -74,6 +76,7 @@ export interface LoadResult {
 
 export interface SequentialResult {
   readonly latency: Distribution
+  readonly firstByte?: Distribution
   readonly statuses: Record<string, number>
   readonly errors: number
 }
@@ -204,6 +207,7 @@ const runLoad = (job: LoadJob): Promise<LoadResult> =>
 const runSequential = async (job: SequentialJob): Promise<SequentialResult> => {
   const dispatcher = new Agent({ connections: 1, pipelining: 1 })
   const samples = new Float64Array(job.count)
+  const firstBytes = new Float64Array(job.count)
   const statuses: Record<string, number> = {}
   let errors = 0
   for (let i = 0; i < job.count; i++) {
@@ -215,7 +219,9 @@ const runSequential = async (job: SequentialJob): Promise<SequentialResult> => {
         headers: job.request.headers,
         dispatcher
       })
-      await response.body.arrayBuffer()
+      if (job.firstByte === true) {
+        for await (const _chunk of response.body) if (firstBytes[i] === 0) firstBytes[i] = now() - started
+      } else await response.body.arrayBuffer()
       statuses[response.statusCode] = (statuses[response.statusCode] ?? 0) + 1
     } catch {
       errors++
@@ -223,7 +229,12 @@ const runSequential = async (job: SequentialJob): Promise<SequentialResult> => {
     samples[i] = now() - started
   }
   await dispatcher.close()
-  return { latency: distribution(samples), statuses, errors }
+  return {
+    latency: distribution(samples),
+    ...(job.firstByte === true ? { firstByte: distribution(firstBytes) } : {}),
+    statuses,
+    errors
+  }
 }
 
 const runStreams = async (job: StreamsJob): Promise<StreamsResult> => {

@@ -2,7 +2,9 @@
  * The upstream the suite measures against: a bare node:http server that answers at once with prebuilt bodies, so
  * nearly all the CPU of a scenario is spent in the server under test. OpenAI chat completions (non-streamed, or 20
  * SSE chunks plus the usage chunk) and Anthropic messages (non-streamed or streamed). A request for the upstream
- * model `mock-hold` is streamed too but held open after its first chunk for `holdMs` (the open-streams scenario).
+ * model `mock-hold` is streamed too but held open after its first chunk for `holdMs` (the open-streams scenario). A
+ * request for `mock-think` is answered like any other after `thinkMs` with nothing sent, as a vendor thinks before its
+ * first byte (the ladder's first-byte rung).
  *
  *   tsx bench/suite/MockUpstream.ts            # listens on PORT (default 0) and prints `listening <port>`
  */
@@ -123,6 +125,8 @@ export interface MockOptions {
   readonly port?: number
   /** How long a `mock-hold` stream stays open after its first chunk. */
   readonly holdMs?: number
+  /** How long a `mock-think` request waits before its first byte. */
+  readonly thinkMs?: number
 }
 
 const answer = (request: IncomingMessage, response: ServerResponse, raw: Buffer, holdMs: number) => {
@@ -160,12 +164,19 @@ const answer = (request: IncomingMessage, response: ServerResponse, raw: Buffer,
   response.on("close", () => clearTimeout(timer))
 }
 
+const THINKING = Buffer.from('"mock-think"')
+
 export const startMockUpstream = (options: MockOptions = {}): Promise<{ server: Server; port: number }> => {
   const holdMs = options.holdMs ?? 10_000
+  const thinkMs = options.thinkMs ?? 50
   const server = createServer((request, response) => {
     const parts: Array<Buffer> = []
     request.on("data", (part: Buffer) => parts.push(part))
-    request.on("end", () => answer(request, response, Buffer.concat(parts), holdMs))
+    request.on("end", () => {
+      const raw = Buffer.concat(parts)
+      if (raw.includes(THINKING)) setTimeout(() => answer(request, response, raw, holdMs), thinkMs)
+      else answer(request, response, raw, holdMs)
+    })
   })
   server.keepAliveTimeout = 60_000
   server.maxRequestsPerSocket = 0
@@ -179,7 +190,8 @@ export const startMockUpstream = (options: MockOptions = {}): Promise<{ server: 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { port } = await startMockUpstream({
     port: Number(process.env.PORT ?? 0),
-    holdMs: Number(process.env.MOCK_HOLD_MS ?? 10_000)
+    holdMs: Number(process.env.MOCK_HOLD_MS ?? 10_000),
+    thinkMs: Number(process.env.MOCK_THINK_MS ?? 50)
   })
   process.stdout.write(`listening ${port}\n`)
 }
