@@ -124,8 +124,16 @@ describe("tollgate batches", () => {
     expect(shown.held).toBe("0.000000")
   }, 30_000)
 
-  it("refuses bad filters and unknown batches with the admin API's errors", async () => {
+  it("pages every account's batches newest first; refuses bad filters and unknown batches", async () => {
     const { call } = harness.admin
+    // The two batches of the tests above, newest first, a page of one at a time.
+    const first = (await call("GET", "/admin/batches?limit=1")).body
+    expect(first).toMatchObject({ object: "list", has_more: true })
+    const second = (await call("GET", `/admin/batches?limit=1&after=${first.last_id}`)).body
+    expect(second.data[0].id).not.toBe(first.last_id)
+    expect(Date.parse(second.data[0].createdAt)).toBeLessThanOrEqual(Date.parse(first.data[0].createdAt))
+    const more = await cli(["batches", "list", "--limit", "1"])
+    expect(more.stdout).toContain(`More: tollgate batches list --after ${first.last_id}`)
     expect((await call("GET", "/admin/batches?accountId=nope")).status).toBe(400)
     expect((await call("GET", "/admin/batches?status=done")).body.error.param).toBe("status")
     expect((await call("GET", "/admin/batches?limit=0")).status).toBe(400)
