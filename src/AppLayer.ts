@@ -18,6 +18,7 @@ import * as PgStatements from "./adapters/store/PgStatements.ts"
 import * as PgVideoTasks from "./adapters/store/PgVideoTasks.ts"
 import * as PgBatches from "./adapters/store/PgBatches.ts"
 import { Batches, type BatchWorkerOptions, defaultBatchWorkerOptions } from "./app/batch/Batches.ts"
+import { BatchOperator } from "./app/batch/BatchOperator.ts"
 import * as PgResponseStore from "./adapters/store/PgResponseStore.ts"
 import * as PgBackgroundResponses from "./adapters/store/PgBackgroundResponses.ts"
 import * as PgConversations from "./adapters/store/PgConversations.ts"
@@ -61,6 +62,7 @@ import * as ReplayApi from "./http/admin/ReplayApi.ts"
 import * as ModelsApi from "./http/admin/ModelsApi.ts"
 import * as AdminVideosApi from "./http/admin/AdminVideosApi.ts"
 import * as UpstreamsApi from "./http/admin/UpstreamsApi.ts"
+import * as AdminBatchesApi from "./http/admin/AdminBatchesApi.ts"
 import * as AlertsApi from "./http/admin/AlertsApi.ts"
 import * as ConsoleApp from "./http/ConsoleApp.ts"
 import * as UsageApi from "./http/UsageApi.ts"
@@ -249,7 +251,8 @@ export const servicesLayer = (options: AppOptions) => {
     ),
     Layer.provideMerge(chat)
   )
-  const batches = Batches.layerWith({ ...defaultBatchWorkerOptions, ...options.batches }).pipe(
+  const batches = Layer.mergeAll(BatchOperator.layer, PrometheusRegistry.layer).pipe(
+    Layer.provideMerge(Batches.layerWith({ ...defaultBatchWorkerOptions, ...options.batches })),
     Layer.provide(Layer.merge(PgBatches.layer, PgResponseStore.layer))
   )
   return Layer.mergeAll(
@@ -259,7 +262,6 @@ export const servicesLayer = (options: AppOptions) => {
     EmbeddingsGateway.layer,
     EndpointGateway.layer,
     AudioGateway.layer,
-    PrometheusRegistry.layer,
     videos
   ).pipe(Layer.provideMerge(core))
 }
@@ -271,6 +273,7 @@ export const routesLayer = Layer.mergeAll(
   ReplayApi.layer,
   ModelsApi.layer,
   AdminVideosApi.layer,
+  AdminBatchesApi.layer,
   UpstreamsApi.layer,
   AlertsApi.layer,
   UsageApi.layer,

@@ -199,7 +199,15 @@ export interface UpstreamStatus {
   readonly disabled: { readonly reason: "auth" | "operator"; readonly at: string; readonly message: string } | null
   readonly deployments: ReadonlyArray<DeploymentStatus>
 }
-export type AlertEventType = "balance.low" | "key.spend_limit_reached" | "deployment.disabled" | "video.failed"
+export type AlertEventType =
+  | "balance.low"
+  | "key.spend_limit_reached"
+  | "deployment.disabled"
+  | "video.failed"
+  | "batch.completed"
+  | "batch.failed"
+  | "batch.expired"
+  | "batch.cancelled"
 export type DeliveryStatus = "pending" | "delivered" | "failed"
 /** An alert as its webhook receives it (the JSON body of each delivery). */
 export interface AlertEvent {

@@ -12,6 +12,8 @@ export interface OperationalSnapshot {
   readonly holdsOutstanding: { readonly count: number; readonly amount: bigint }
   /** Video tasks per status (`queued`, `in_progress`, `completed`, `failed`). */
   readonly videoTasks: Readonly<Record<string, number>>
+  /** Batches per status (OpenAI's batch statuses; deleted message batches are gone). */
+  readonly batches: Readonly<Record<string, number>>
 }
 
 export class OperationalStats extends Context.Service<

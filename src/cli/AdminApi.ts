@@ -112,6 +112,45 @@ export const ReplayReport = Schema.Struct({
 })
 export type ReplayReport = typeof ReplayReport.Type
 
+export const AdminBatch = Schema.Struct({
+  id: Text,
+  accountId: OptionalText,
+  keyId: OptionalText,
+  surface: OptionalText,
+  endpoint: OptionalText,
+  status: Text,
+  requestCounts: Schema.Struct({
+    total: Schema.Number,
+    completed: Schema.Number,
+    failed: Schema.Number,
+    pending: Schema.optional(Schema.Number)
+  }),
+  charged: OptionalText,
+  held: OptionalText,
+  refunded: OptionalText,
+  createdAt: OptionalText,
+  expiresAt: OptionalText,
+  endedAt: OptionalText,
+  outputFileId: OptionalText,
+  errorFileId: OptionalText,
+  error: OptionalText
+})
+export type AdminBatch = typeof AdminBatch.Type
+
+export const AdminBatchList = Schema.Struct({
+  data: Schema.Array(AdminBatch),
+  last_id: OptionalText,
+  has_more: Schema.optional(Schema.NullOr(Schema.Boolean))
+})
+export type AdminBatchList = typeof AdminBatchList.Type
+
+export interface BatchListQuery {
+  readonly accountId?: string | undefined
+  readonly status?: string | undefined
+  readonly limit?: number | undefined
+  readonly after?: string | undefined
+}
+
 export const ErrorEnvelope = Schema.Struct({
   error: Schema.Struct({
     message: Text,

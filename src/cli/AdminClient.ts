@@ -6,6 +6,9 @@ import { Context, Effect, Layer } from "effect"
 import { HttpClient } from "effect/http"
 import {
   AccountCreated,
+  AdminBatch,
+  AdminBatchList,
+  type BatchListQuery,
   AccountDetails,
   AccountList,
   DepositRecorded,
@@ -49,6 +52,9 @@ export interface AdminClientShape {
   readonly revokeKey: (keyId: string) => Call<KeyRevoked>
   readonly ledgerPage: (accountId: string, query: LedgerQuery) => Call<LedgerPage>
   readonly replay: Call<ReplayReport>
+  readonly listBatches: (query: BatchListQuery) => Call<AdminBatchList>
+  readonly showBatch: (batchId: string) => Call<AdminBatch>
+  readonly cancelBatch: (batchId: string) => Call<AdminBatch>
 }
 
 const segment = encodeURIComponent
@@ -93,7 +99,15 @@ export const makeAdminClient = (options: { readonly url: string; readonly creden
       revokeKey: (keyId) => call(KeyRevoked, "DELETE", `/admin/keys/${segment(keyId)}`),
       ledgerPage: (accountId, query) =>
         call(LedgerPage, "GET", `/admin/accounts/${segment(accountId)}/ledger`, { urlParams: ledgerParams(query) }),
-      replay: call(ReplayReport, "POST", "/admin/replay", { body: {} })
+      replay: call(ReplayReport, "POST", "/admin/replay", { body: {} }),
+      listBatches: (query) =>
+        call(AdminBatchList, "GET", "/admin/batches", {
+          urlParams: Object.fromEntries(
+            Object.entries(query).flatMap(([name, value]) => (value === undefined ? [] : [[name, String(value)]]))
+          )
+        }),
+      showBatch: (batchId) => call(AdminBatch, "GET", `/admin/batches/${segment(batchId)}`),
+      cancelBatch: (batchId) => call(AdminBatch, "POST", `/admin/batches/${segment(batchId)}/cancel`, { body: {} })
     } satisfies AdminClientShape
   })
 

@@ -77,6 +77,17 @@ export class AuditBroken extends Schema.TaggedError<AuditBroken>()("AuditBroken"
   }
 }
 
+/** `tollgate batches tail` saw the batch end without doing its work (failed or expired). */
+export class BatchEndedUnfinished extends Schema.TaggedError<BatchEndedUnfinished>()("BatchEndedUnfinished", {
+  id: Schema.String,
+  status: Schema.String,
+  reason: Schema.NullOr(Schema.String)
+}) {
+  override get message() {
+    return `batch ${this.id} ${this.status}${this.reason === null ? "" : `: ${this.reason}`}`
+  }
+}
+
 export type CliFailure =
   | ServerUnreachable
   | AdminTokenMissing
@@ -86,3 +97,4 @@ export type CliFailure =
   | UnexpectedResponse
   | ReplayMismatch
   | AuditBroken
+  | BatchEndedUnfinished

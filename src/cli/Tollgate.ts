@@ -10,6 +10,7 @@ import type { CliFailure } from "./CliErrors.ts"
 import { JsonOutput, ServerUrl } from "./CliSettings.ts"
 import { accounts } from "./commands/accounts.ts"
 import { audit } from "./commands/audit.ts"
+import { batches } from "./commands/Batches.ts"
 import { deposit } from "./commands/deposit.ts"
 import { keys } from "./commands/keys.ts"
 import { ledger } from "./commands/ledger.ts"
@@ -24,7 +25,7 @@ export const tollgate = Command.make("tollgate").pipe(
       "else <data dir>/admin-token (TOLLGATE_DATA_DIR, default ./data). `tollgate videos` uses an API key from " +
       "TOLLGATE_API_KEY instead."
   ),
-  Command.withSubcommands([accounts, audit, deposit, keys, ledger, replay, statement, videos]),
+  Command.withSubcommands([accounts, audit, batches, deposit, keys, ledger, replay, statement, videos]),
   Command.withGlobalFlags([ServerUrl, JsonOutput])
 )
 

@@ -1,7 +1,8 @@
 /**
  * Prometheus metrics (`GET /metrics`, prom-client's text format). Per request: counts and latency by route pattern,
  * method, model and status, split into the upstream's share and the gateway's own overhead. At scrape time, from the
- * store (so every instance on one database agrees): ledger events appended, holds outstanding, video tasks by state.
+ * store (so every instance on one database agrees): ledger events appended, holds outstanding, video tasks and batches
+ * by state. This instance's batch lines by endpoint and outcome, and what they captured (BatchMetrics.ts).
  * Per deployment, from routing (DeploymentMetrics.ts): state, in flight, attempts by outcome, error rate, latency.
  * From this instance's ledger writers: batches, commands and batch retries (the group commit's batch size and its
  * conflict rate). Plus the process's CPU, memory and event-loop lag. Open unless `TOLLGATE_METRICS_TOKEN` is set,
@@ -13,12 +14,14 @@ import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client"
+import { Batches } from "../app/batch/Batches.ts"
 import { Ledger } from "../app/Ledger.ts"
 import { OperationalStats } from "../app/OperationalStats.ts"
 import type { RequestTelemetry } from "../app/RequestTelemetry.ts"
 import { PluginRegistry } from "../app/PluginRegistry.ts"
 import { apiError } from "./ApiError.ts"
 import { Deployments } from "../app/routing/Deployments.ts"
+import { registerBatchMetrics } from "./BatchMetrics.ts"
 import { registerDeploymentMetrics } from "./DeploymentMetrics.ts"
 import { oncePerScrape } from "./ScrapeOnce.ts"
 
@@ -87,7 +90,13 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
       // Edge: prom-client is promise-based; its gauges' `collect` callbacks are async and run the store read here.
       // Scrape-time figures, read once per scrape by whichever gauge is collected first (prom-client collects them
       // concurrently). A failed read keeps the previous figures: a scrape must not fail with the store.
-      let last = { events: 0, holds: 0, held: 0, videos: {} as Readonly<Record<string, number>> }
+      let last = {
+        events: 0,
+        holds: 0,
+        held: 0,
+        videos: {} as Readonly<Record<string, number>>,
+        batches: {} as Readonly<Record<string, number>>
+      }
       const refresh = oncePerScrape(
         stats.snapshot.pipe(
           Effect.tap((snapshot) =>
@@ -96,7 +105,8 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
                 events: Number(snapshot.eventsAppended),
                 holds: snapshot.holdsOutstanding.count,
                 held: Number(snapshot.holdsOutstanding.amount),
-                videos: snapshot.videoTasks
+                videos: snapshot.videoTasks,
+                batches: snapshot.batches
               }
             })
           ),
@@ -186,6 +196,7 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
           this.set(ledger.liveStats().pendingResolutions)
         }
       })
+      registerBatchMetrics(registry, yield* Batches, () => refresh().then(() => last.batches))
       registerDeploymentMetrics(registry, deployments, (model) => plugins.resolve(model)?.kind !== "videos")
       const sink: MetricsSink = {
         observe: ({ route, method, status, seconds, telemetry }) => {

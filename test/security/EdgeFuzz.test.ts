@@ -293,6 +293,24 @@ const fuzzTable: Record<string, RouteFuzz> = {
     params: (ids) => ({ id: ids.accountId, videoId: "video_x" }),
     query: ["variant"]
   },
+  "GET /admin/batches": {
+    envelope: "openai",
+    as: "admin",
+    url: () => "/admin/batches",
+    query: ["accountId", "status", "limit", "after"]
+  },
+  "GET /admin/batches/:id": {
+    envelope: "openai",
+    as: "admin",
+    url: (p) => `/admin/batches/${p.id}`,
+    params: () => ({ id: "batch_x" })
+  },
+  "POST /admin/batches/:id/cancel": {
+    envelope: "openai",
+    as: "admin",
+    url: (p) => `/admin/batches/${p.id}/cancel`,
+    params: () => ({ id: "batch_x" })
+  },
   "GET /admin/usage": {
     envelope: "openai",
     as: "admin",

@@ -6,6 +6,7 @@
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { EventStore } from "../../app/EventStore.ts"
+import { isUuid } from "../../domain/Ids.ts"
 import { type BatchRow, BatchStore, type FileRow, type NewFile } from "../../app/ports/BatchStore.ts"
 import { MESSAGE_BATCH_PURPOSE } from "../../domain/batch/BatchInput.ts"
 import { type BatchEvent, type BatchState, batchStream, fold, isBatchEventType } from "../../domain/batch/BatchJob.ts"
@@ -24,7 +25,7 @@ const FILE = (sql: SqlClient.SqlClient) =>
   sql`SELECT id, account_id::text, purpose, filename, bytes, created_at FROM batch_files`
 
 const BATCH = (sql: SqlClient.SqlClient) => sql`
-  SELECT id, account_id::text, endpoint, input_file_id, status, total, completed, failed, cost::text, metadata,
+  SELECT id, account_id::text, key_id::text, endpoint, input_file_id, status, total, completed, failed, cost::text, metadata,
     output_file_id, error_file_id, errors, created_at, expires_at, in_progress_at, finalizing_at, completed_at,
     failed_at, expired_at, cancelling_at, cancelled_at
   FROM batches`
@@ -122,6 +123,30 @@ export const layer = Layer.effect(
               WHERE account_id = ${accountId}::uuid AND ${endpoint}
                 AND (created_at, id) > (SELECT created_at, id FROM batches WHERE id = ${page.before})
               ORDER BY created_at ASC, id ASC LIMIT ${page.limit + 1}`)
+      },
+      findAny: (batchId) =>
+        Effect.map(orUnavailable(sql<BatchRow>`${BATCH(sql)} WHERE id = ${batchId}`), (rows) => rows[0]),
+      listAll: (page) =>
+        orUnavailable(sql<BatchRow>`${BATCH(sql)}
+          WHERE ${page.accountId === undefined ? sql`TRUE` : sql`account_id = ${page.accountId}::uuid`}
+            AND ${page.status === undefined ? sql`TRUE` : sql`status = ${page.status}`}
+            AND ${olderThan(sql, "batches", page.after)}
+          ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1}`),
+      // By primary key: a batch's line holds are named by the batch's `BatchLineStarted` events.
+      money: (accountId, holdIds) => {
+        const ids = holdIds.filter(isUuid)
+        if (ids.length === 0) return Effect.succeed({ held: 0n, captured: 0n, refunded: 0n })
+        return Effect.map(
+          orUnavailable(sql<{ held: string; captured: string; refunded: string }>`
+            SELECT coalesce(sum(amount) FILTER (WHERE status = 'pending'), 0)::text AS held,
+              coalesce(sum(captured), 0)::text AS captured, coalesce(sum(refunded), 0)::text AS refunded
+            FROM holds WHERE hold_id = ANY(${ids}::uuid[]) AND account_id = ${accountId}::uuid`),
+          (rows) => ({
+            held: BigInt(rows[0]?.held ?? 0),
+            captured: BigInt(rows[0]?.captured ?? 0),
+            refunded: BigInt(rows[0]?.refunded ?? 0)
+          })
+        )
       },
       // Two instances racing for one batch: the conditional upsert lets exactly one of them have it.
       claimDue: (owner, now, until, limit) =>

@@ -3,7 +3,8 @@
  * - `balance.low`: an account's available balance fell below an endpoint's threshold;
  * - `key.spend_limit_reached`: a key reached its spend limit;
  * - `deployment.disabled`: an upstream refused the gateway's credentials;
- * - `video.failed`: a video task failed.
+ * - `video.failed`: a video task failed;
+ * - `batch.completed`, `batch.failed`, `batch.expired`, `batch.cancelled`: a batch ended (app/batch/BatchEndedAlert.ts).
  *
  * `raise` writes one outbox row per endpoint that wants the event (the config file's, and the account's own) in
  * Postgres, keyed by a stable event id, so an event noticed twice (two instances, a retry, a restart) is queued

@@ -28,6 +28,8 @@ export interface CommitServices {
   readonly store: BatchStore["Service"]
   readonly ledger: Ledger["Service"]
   readonly nowIso: Effect.Effect<string>
+  /** Told of each line result this writer committed (for `/metrics`: BatchLineTally.ts). */
+  readonly lineFinished?: ((endpoint: string, result: LineResult) => void) | undefined
 }
 
 /** A JSON value whose every string and key can be stored in jsonb (model output can carry a NUL). */
@@ -40,7 +42,7 @@ export const storable = (value: unknown): unknown => {
   return value
 }
 
-export const makeCommits = ({ store, ledger, nowIso }: CommitServices) => {
+export const makeCommits = ({ store, ledger, nowIso, lineFinished }: CommitServices) => {
   /** Applies `command` at the latest state with `write`; ledger refusals and outages fail, conflicts retry. */
   const record = <E extends { readonly _tag: string }>(
     batchId: string,
@@ -98,7 +100,11 @@ export const makeCommits = ({ store, ledger, nowIso }: CommitServices) => {
             }
           }
         ).pipe(
-          Effect.asVoid,
+          Effect.flatMap((recorded) =>
+            recorded._tag === "Written" && lineFinished !== undefined
+              ? Effect.sync(() => lineFinished(recorded.next.endpoint, result))
+              : Effect.void
+          ),
           // A hold already resolved, or refused: its line's result is committed (or the batch ended); nothing to do.
           Effect.catchTag("LedgerRejected", () => Effect.void),
           Effect.catchTag("StoreRefused", (error) =>

@@ -15,6 +15,10 @@ export const lineHoldId = (batchId: string, line: number): string => {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`
 }
 
+/** The holds of a batch's lines, started or not (a line never started has no hold under its id). */
+export const lineHoldIds = (batchId: string, lines: number): ReadonlyArray<string> =>
+  Array.from({ length: lines }, (_, line) => lineHoldId(batchId, line))
+
 /** The request id of a line: its hold's, its usage record's and its output line's, so the three join. */
 export const lineRequestId = (batchId: string, line: number): string => `${batchId}/${line}`
 

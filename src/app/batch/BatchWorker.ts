@@ -64,6 +64,10 @@ export interface WorkerContext {
   readonly workerId: string
   readonly kicks: Queue.Queue<void>
   readonly keys: Keys["Service"]
+  /** Told of each line result this worker committed. */
+  readonly lineFinished: (endpoint: string, result: LineResult) => void
+  /** Told once a batch has ended, by this worker's commit (its alert: BatchEndedAlert.ts). */
+  readonly ended: (state: BatchState) => Effect.Effect<void>
 }
 
 export const makeBatchWorker = (context: WorkerContext) =>
@@ -71,7 +75,12 @@ export const makeBatchWorker = (context: WorkerContext) =>
     const { store, services, options, workerId, kicks } = context
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
     const inputs = new Map<string, ReadonlyArray<InputLine>>()
-    const { record, plainAppend, finish, start } = makeCommits({ store, ledger: services.ledger, nowIso })
+    const { record, plainAppend, finish, start } = makeCommits({
+      store,
+      ledger: services.ledger,
+      nowIso,
+      lineFinished: context.lineFinished
+    })
 
     /** Releases the holds of lines started and never finished (their result: `cancelled`), then ends the batch. */
     const end = (state: BatchState, ending: BatchEnding, message: string | null) =>
@@ -125,6 +134,7 @@ export const makeBatchWorker = (context: WorkerContext) =>
         )
         inputs.delete(state.batchId)
         yield* store.dropLease(state.batchId)
+        if (ended._tag === "Written") yield* context.ended(ended.next)
         return ended._tag === "Written"
       })
 

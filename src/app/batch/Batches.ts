@@ -19,6 +19,7 @@ import {
 } from "../../domain/batch/BatchInput.ts"
 import { type BatchState, evolve, type BatchSubmitted } from "../../domain/batch/BatchJob.ts"
 import { formatMicros } from "../../domain/Money.ts"
+import { Alerts } from "../alerts/Alerts.ts"
 import { heldCallServices } from "../HeldCall.ts"
 import { type AuthenticatedKey, Keys } from "../Keys.ts"
 import {
@@ -36,6 +37,8 @@ import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
 import { BatchInvalid, BatchNotCancellable, BatchNotDeletable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
 import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
+import { alertWhenEnded } from "./BatchEndedAlert.ts"
+import { type LineTally, makeLineTallies } from "./BatchLineTally.ts"
 import { type LineServices, planLine } from "./LinePlans.ts"
 
 export { type BatchWorkerOptions, defaultBatchWorkerOptions } from "./BatchWorker.ts"
@@ -99,6 +102,8 @@ export class Batches extends Context.Service<
     readonly runDue: Effect.Effect<RoundReport, StoreUnavailable>
     /** This instance's worker id (lease owner). */
     readonly workerId: string
+    /** The lines this instance's worker finished since it started, by endpoint and outcome (for `/metrics`). */
+    readonly lineStats: () => ReadonlyArray<LineTally>
   }
 >()("tollgate/app/batch/Batches") {
   static readonly layerWith = (options: BatchWorkerOptions) =>
@@ -273,13 +278,16 @@ export class Batches extends Context.Service<
           return yield* get(accountId, id)
         })
 
+        const tallies = makeLineTallies()
         const { runDue } = yield* makeBatchWorker({
           store,
           services,
           options,
           workerId,
           kicks,
-          keys: yield* Keys
+          keys: yield* Keys,
+          lineFinished: tallies.count,
+          ended: alertWhenEnded(store, yield* Alerts)
         })
 
         return Batches.of({
@@ -320,7 +328,8 @@ export class Batches extends Context.Service<
             }
           }),
           runDue,
-          workerId
+          workerId,
+          lineStats: tallies.snapshot
         })
       })
     )

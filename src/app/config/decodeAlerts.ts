@@ -1,6 +1,6 @@
 /**
- * The operator config's `alerts:` list: webhooks for every account (balance, key limits, video failures) and for
- * the operator's own events (a deployment disabled). Each names its URL, the events it wants and the secret that
+ * The operator config's `alerts:` list: webhooks for every account (balance, key limits, video failures, batch
+ * ends) and for the operator's own events (a deployment disabled). Each names its URL, the events it wants and the secret that
  * signs its deliveries; `balance.low` also needs the threshold, `balanceBelow`.
  */
 import { Redacted } from "effect"
@@ -9,7 +9,16 @@ import type { Input } from "./ConfigInput.ts"
 import { Unresolved } from "./expandEnv.ts"
 
 /** What can be alerted on; `*` subscribes to all of them. */
-export const ALERT_EVENTS = ["balance.low", "key.spend_limit_reached", "deployment.disabled", "video.failed"] as const
+export const ALERT_EVENTS = [
+  "balance.low",
+  "key.spend_limit_reached",
+  "deployment.disabled",
+  "video.failed",
+  "batch.completed",
+  "batch.failed",
+  "batch.expired",
+  "batch.cancelled"
+] as const
 
 export type AlertEventType = (typeof ALERT_EVENTS)[number]
 

@@ -31,6 +31,8 @@ export interface NewFile {
 export interface BatchRow {
   readonly id: string
   readonly account_id: string
+  /** The key that submitted it. */
+  readonly key_id: string | null
   readonly endpoint: string
   readonly input_file_id: string
   readonly status: string
@@ -63,6 +65,19 @@ export interface BatchPage extends Page {
   readonly before?: string | undefined
   /** Only batches of this endpoint (`is`), or all but this one (`not`). */
   readonly endpoint?: { readonly is: string } | { readonly not: string }
+}
+
+/** A page of every account's batches for the operator, newest first: one account's, or one status's. */
+export interface OperatorBatchPage extends Page {
+  readonly accountId: string | undefined
+  readonly status: string | undefined
+}
+
+/** What a batch's line holds amount to, in micro-dollars: still held, captured, and refunded on resolution. */
+export interface BatchMoney {
+  readonly held: bigint
+  readonly captured: bigint
+  readonly refunded: bigint
 }
 
 export class BatchStore extends Context.Service<
@@ -98,6 +113,12 @@ export class BatchStore extends Context.Service<
      * that batch nearest it first (the caller reverses them).
      */
     readonly list: (accountId: string, page: BatchPage) => Effect.Effect<ReadonlyArray<BatchRow>, StoreUnavailable>
+    /** A batch of any account (the operator's view). */
+    readonly findAny: (batchId: string) => Effect.Effect<BatchRow | undefined, StoreUnavailable>
+    /** A page of all accounts' batches, newest first, one row more than `limit`. */
+    readonly listAll: (page: OperatorBatchPage) => Effect.Effect<ReadonlyArray<BatchRow>, StoreUnavailable>
+    /** The sums of the holds `holdIds` of an account (a batch's line holds, by their ids). */
+    readonly money: (accountId: string, holdIds: ReadonlyArray<string>) => Effect.Effect<BatchMoney, StoreUnavailable>
     /** Takes up to `limit` unfinished batches whose lease is free, for `owner` until `until`. */
     readonly claimDue: (
       owner: string,

@@ -177,6 +177,52 @@ describe("alerts", () => {
     assert.strictEqual(bad.status, 400)
   })
 
+  it("a finished batch is announced once, signed, with its counts and money as decimal strings", async () => {
+    const customer = await admin.customer({ deposit: "5.00" })
+    const created = await admin.call("POST", `/admin/accounts/${customer.accountId}/alerts`, {
+      url: `${receiverUrl}/batches`,
+      events: ["batch.completed", "batch.failed"],
+      secret: ACCOUNT_SECRET
+    })
+    assert.strictEqual(created.status, 201, JSON.stringify(created.body))
+    const submitted = await fetch(`${gateway.url}/v1/messages/batches`, {
+      method: "POST",
+      headers: { "x-api-key": customer.key, "content-type": "application/json" },
+      body: JSON.stringify({
+        requests: ["a", "b"].map((id) => ({
+          custom_id: id,
+          params: { model: "plain", max_tokens: 8, messages: [{ role: "user", content: "Hi" }] }
+        }))
+      })
+    })
+    assert.strictEqual(submitted.status, 200)
+    const batchId = ((await submitted.json()) as { id: string }).id
+    const ofBatch = (path: string) => events("batch.completed", path).filter((entry) => entry.body.includes(batchId))
+    const [hit] = await waitFor("batch.completed", () =>
+      ofBatch("/batches").length > 0 ? ofBatch("/batches") : undefined
+    )
+    assert.isTrue(
+      verifySignature(ACCOUNT_SECRET, String(hit?.headers["x-tollgate-signature"]), hit?.body ?? "", Date.now() / 1000)
+    )
+    const event = JSON.parse(hit?.body ?? "{}") as { accountId: string; data: Record<string, unknown> }
+    assert.strictEqual(event.accountId, customer.accountId)
+    assert.deepInclude(event.data, {
+      batchId,
+      accountId: customer.accountId,
+      keyId: customer.keyId,
+      status: "completed",
+      requestCounts: { total: 2, completed: 2, failed: 0 }
+    })
+    assert.match(String(event.data.charged), /^0\.\d{6}$/)
+    assert.match(String(event.data.refunded), /^0\.\d{6}$/)
+    const view = await admin.call("GET", `/admin/batches/${batchId}`)
+    assert.strictEqual(event.data.charged, view.body.charged)
+    assert.strictEqual(event.data.refunded, view.body.refunded)
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    assert.strictEqual(ofBatch("/batches").length, 1)
+    assert.strictEqual(ofBatch("/hook").length, 1)
+  })
+
   it("an upstream disabled for refused credentials is announced to the operator's webhook", async () => {
     const customer = await admin.customer({ deposit: "5.00" })
     assert.strictEqual((await chat(customer.key)).status, 200)
