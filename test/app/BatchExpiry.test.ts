@@ -15,6 +15,7 @@ import { Batches } from "../../src/app/batch/Batches.ts"
 import { Keys } from "../../src/app/Keys.ts"
 import { Ledger } from "../../src/app/Ledger.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
+import { messageBatchResults } from "../../src/http/MessageBatchView.ts"
 import { memoryPglite } from "../support/PgliteTemplate.ts"
 
 const services = () =>
@@ -85,7 +86,8 @@ describe("batch expiry", () => {
         yield* batches.runDue
         const expired = yield* batches.get(account.id, submitted.id)
         assert.strictEqual(expired.status, "expired")
-        assert.deepStrictEqual([expired.total, expired.completed, expired.failed], [4, 2, 0])
+        // OpenAI's accounting: the lines that never ran are failed, each in the error file as `batch_expired`.
+        assert.deepStrictEqual([expired.total, expired.completed, expired.failed], [4, 2, 2])
         assert.isNotNull(expired.expired_at)
         assert.deepStrictEqual(expired.errors, { message: "the batch did not finish within its 24h completion window" })
         const output = (yield* batches.fileContent(account.id, expired.output_file_id as string)).trim().split("\n")
@@ -93,6 +95,23 @@ describe("batch expiry", () => {
           output.map((text) => JSON.parse(text).custom_id),
           ["l0", "l1"]
         )
+        const errors = (yield* batches.fileContent(account.id, expired.error_file_id as string)).trim().split("\n")
+        assert.deepStrictEqual(
+          errors.map((text) => {
+            const { custom_id, response, error } = JSON.parse(text)
+            return { custom_id, response, code: error.code }
+          }),
+          [
+            { custom_id: "l2", response: null, code: "batch_expired" },
+            { custom_id: "l3", response: null, code: "batch_expired" }
+          ]
+        )
+        // Anthropic's surface: the same lines are `expired`, the answered ones `succeeded`.
+        const results = messageBatchResults(yield* batches.state(account.id, submitted.id))
+          .trim()
+          .split("\n")
+          .map((text) => JSON.parse(text).result.type)
+        assert.deepStrictEqual(results, ["succeeded", "succeeded", "expired", "expired"])
 
         const sql = yield* SqlClient.SqlClient
         const holds = yield* sql<{ status: string; captured: string }>`

@@ -15,8 +15,7 @@ export const lineHoldId = (batchId: string, line: number): string => {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`
 }
 
-/** The request id of a line: its hold's, its usage record's and its output line's, so the three join. */
-export const lineRequestId = (batchId: string, line: number): string => `${batchId}/${line}`
+export { lineRequestId } from "../../domain/batch/ExpiredLines.ts"
 
 const jsonLine = (batchId: string, result: LineResult) =>
   JSON.stringify({

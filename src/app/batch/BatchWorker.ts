@@ -20,6 +20,7 @@ import {
   type LineResult,
   pendingLines
 } from "../../domain/batch/BatchJob.ts"
+import { expiredLine, linesAtEnd } from "../../domain/batch/ExpiredLines.ts"
 import { randomUUID } from "node:crypto"
 import { formatMicros } from "../../domain/Money.ts"
 import type { AuthenticatedKey, Keys } from "../Keys.ts"
@@ -73,22 +74,28 @@ export const makeBatchWorker = (context: WorkerContext) =>
     const inputs = new Map<string, ReadonlyArray<InputLine>>()
     const { record, plainAppend, finish, start } = makeCommits({ store, ledger: services.ledger, nowIso })
 
-    /** Releases the holds of lines started and never finished (their result: `cancelled`), then ends the batch. */
+    /**
+     * Releases the holds of lines started and never finished (their result: `cancelled`, or `expired` past the
+     * window), then ends the batch; an expired batch's lines never started are expired by its ending (ExpiredLines.ts).
+     */
     const end = (state: BatchState, ending: BatchEnding, message: string | null) =>
       Effect.gen(function* () {
         const lock = yield* Semaphore.make(1)
         for (const [line, holdId] of state.started) {
           if (state.lines.has(line)) continue
-          const result: LineResult = {
-            line,
-            customId: state.customIds[line] ?? "",
-            outcome: "cancelled",
-            holdId,
-            cost: formatMicros(0n),
-            requestId: lineRequestId(state.batchId, line),
-            response: null,
-            error: { code: `batch_${ending}`, message: `the batch was ${ending} before this request finished` }
-          }
+          const result: LineResult =
+            ending === "expired"
+              ? expiredLine(state, line, holdId)
+              : {
+                  line,
+                  customId: state.customIds[line] ?? "",
+                  outcome: "cancelled",
+                  holdId,
+                  cost: formatMicros(0n),
+                  requestId: lineRequestId(state.batchId, line),
+                  response: null,
+                  error: { code: `batch_${ending}`, message: `the batch was ${ending} before this request finished` }
+                }
           const reason = ending === "cancelled" ? "cancelled" : ending === "expired" ? "expired" : "failed"
           yield* finish(state.batchId, lock)(result, { _tag: "Release", holdId, reason })
         }
@@ -98,7 +105,7 @@ export const makeBatchWorker = (context: WorkerContext) =>
           (iso) => ({ type: "End", ending, outputFileId: null, errorFileId: null, message, at: iso }),
           (latest) => {
             // A message batch's results are read from its lines (app/batch/MessageBatches.ts), not from files.
-            const files = latest.endpoint === MESSAGES_ENDPOINT ? {} : renderOutput(latest)
+            const files = latest.endpoint === MESSAGES_ENDPOINT ? {} : renderOutput(linesAtEnd(latest, ending))
             const file = (suffix: string, content: string): NewFile => ({
               id: `file-${randomUUID().replaceAll("-", "")}`,
               accountId: latest.accountId,
