@@ -5,6 +5,7 @@
  */
 import OpenAI, { toFile } from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { formatMicros } from "../../../src/domain/Money.ts"
 import type { TestGateway } from "../../support/TestGateway.ts"
 import type { Admin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, type BatchGateway, ceilPerMillion, micros, startBatchGateway } from "./BatchHarness.ts"
@@ -320,6 +321,32 @@ describe("batches on the OpenAI surface", () => {
     const page = await openai.batches.list({ limit: 1 })
     expect(page.data.map((b) => b.id)).toEqual([created.id])
     expect(page.has_more).toBe(false)
+  }, 30_000)
+
+  it("shows each model's batch prices in /v1/models and /admin/models, as the lines are billed", async () => {
+    const customer = await admin.customer()
+    const listed = await client(customer.key).models.list()
+    const shown = (id: string) => listed.data.find((m) => m.id === id) as unknown as Record<string, unknown>
+    // Explicit batch keys replace input and output; they are not interactive prices.
+    expect(shown("sim-anthropic")).toMatchObject({
+      object: "model",
+      pricing: { input: "0.150000", output: "0.600000" },
+      batch_pricing: { input: "0.100000", output: "0.400000" }
+    })
+    expect(shown("sim-openai").batch_pricing).toEqual({ input: "0.075000", output: "0.300000" })
+    expect(shown("sim-embedding").batch_pricing).toEqual({ input: "0.010000" })
+    for (const [model, prices] of Object.entries(BATCH_PRICES)) {
+      expect(shown(model).batch_pricing).toEqual({
+        input: formatMicros(prices.input),
+        output: formatMicros(prices.output)
+      })
+    }
+    const catalog = await admin.call("GET", "/admin/models")
+    const entry = (catalog.body.data as ReadonlyArray<Record<string, unknown>>).find((m) => m.id === "sim-anthropic")
+    expect(entry).toMatchObject({
+      pricing: { input: "0.150000", output: "0.600000", batchInput: "0.100000", batchOutput: "0.400000" },
+      batchPricing: { input: "0.100000", output: "0.400000" }
+    })
   }, 30_000)
 
   it("replays: the batches rebuilt from their events match the live read model", async () => {
