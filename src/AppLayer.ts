@@ -250,7 +250,7 @@ export const servicesLayer = (options: AppOptions) => {
     Layer.provideMerge(chat)
   )
   const batches = Batches.layerWith({ ...defaultBatchWorkerOptions, ...options.batches }).pipe(
-    Layer.provide(Layer.merge(PgBatches.layer, PgResponseStore.layer))
+    Layer.provide(Layer.mergeAll(PgBatches.layer, PgResponseStore.layer, PgConversations.layer))
   )
   return Layer.mergeAll(
     responses,

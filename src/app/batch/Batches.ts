@@ -32,6 +32,9 @@ import {
 import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
 import { TokenCounter } from "../ports/TokenCounter.ts"
+import { ConversationStore } from "../ports/ConversationStore.ts"
+import { OperatorConfig } from "../OperatorConfig.ts"
+import { makeTurnBuilder } from "../responses/TurnBuilder.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
 import { BatchInvalid, BatchNotCancellable, BatchNotDeletable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
@@ -109,7 +112,13 @@ export class Batches extends Context.Service<
         const held = yield* heldCallServices
         const dialects = yield* ChatDialects
         const responses = yield* ResponseStore
-        const services: LineServices = { ...held, dialects, responses, tokens: yield* TokenCounter }
+        const turns = makeTurnBuilder({
+          store: responses,
+          conversations: yield* ConversationStore,
+          dialect: dialects.responses,
+          config: yield* OperatorConfig
+        })
+        const services: LineServices = { ...held, dialects, responses, tokens: yield* TokenCounter, turns }
         const kicks = yield* Queue.sliding<void>(1)
         const workerId = `batch-worker-${randomUUID()}`
         const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -150,7 +159,7 @@ export class Batches extends Context.Service<
           }
           const fileLines = fileLineNumbers(content)
           for (const line of read) {
-            const planned = yield* Effect.result(planLine(services, endpoint, input.key, line.body, input.requestId))
+            const planned = yield* planLine(services, endpoint, input.key, line.body, input.requestId)
             if (planned._tag === "Success") continue
             const at = fileLines[line.line] ?? line.line + 1
             const field = `body.${planned.failure.param ?? "model"}`
@@ -167,7 +176,7 @@ export class Batches extends Context.Service<
         const submit = Effect.fnUntraced(function* (input: SubmitBatch) {
           const endpoint = input.endpoint
           if (!isBatchEndpoint(endpoint)) {
-            const message = `endpoint: '${endpoint}' is not available for batches; use ${BATCH_ENDPOINTS.join(" or ")}`
+            const message = `endpoint: '${endpoint}' is not available for batches; use one of ${BATCH_ENDPOINTS.join(", ")}`
             return yield* new BatchInvalid({ message, param: "endpoint", line: null, code: "invalid_value" })
           }
           if (input.completionWindow !== COMPLETION_WINDOW) {
@@ -230,9 +239,7 @@ export class Batches extends Context.Service<
          */
         const submitMessages = Effect.fnUntraced(function* (input: SubmitMessages) {
           for (const [index, request] of input.requests.entries()) {
-            const planned = yield* Effect.result(
-              planLine(services, MESSAGES_ENDPOINT, input.key, request.params, input.requestId)
-            )
+            const planned = yield* planLine(services, MESSAGES_ENDPOINT, input.key, request.params, input.requestId)
             if (planned._tag === "Success") continue
             const field = `requests.${index}.params.${planned.failure.param ?? "model"}`
             return yield* new BatchInvalid({

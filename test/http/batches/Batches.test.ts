@@ -199,6 +199,92 @@ describe("batches on the OpenAI surface", () => {
     expect(micros(balance.captured)).toBe(total)
   }, 30_000)
 
+  it("runs Responses lines as /v1/responses answers them, not stored, billed at batch prices line by line", async () => {
+    const customer = await admin.customer({ deposit: "10" })
+    const openai = client(customer.key)
+    const line = (customId: string, body: Record<string, unknown>) => ({
+      custom_id: customId,
+      method: "POST",
+      url: "/v1/responses",
+      body: { max_output_tokens: 64, ...body }
+    })
+    const models = ["sim-openai", "sim-anthropic", "sim-gemini"]
+    const lines = models.map((model, i) =>
+      line(`resp-${i}`, { model, input: `Say something short about ${i}.`, instructions: "Be brief.", store: true })
+    )
+    const upload = async (rows: ReadonlyArray<unknown>) =>
+      openai.files.create({ file: await toFile(Buffer.from(jsonl(rows)), "resp.jsonl"), purpose: "batch" })
+    const submit = async (rows: ReadonlyArray<unknown>) =>
+      openai.batches.create({
+        input_file_id: (await upload(rows)).id,
+        endpoint: "/v1/responses",
+        completion_window: "24h"
+      })
+    // Checked as POST /v1/responses checks its body, the first problem naming the file line and the field.
+    const first = lines[0] as object
+    await expect(submit([first, line("b", { model: "sim-openai" })])).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining("line 2: body.input: Missing required parameter")
+    })
+    await expect(submit([first, line("b", { model: "sim-openai", input: "x", temperature: 9 })])).rejects.toMatchObject(
+      {
+        status: 400,
+        message: expect.stringContaining("line 2: body.temperature")
+      }
+    )
+    await expect(
+      submit([first, line("b", { model: "sim-openai", input: "x", background: true })])
+    ).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining("line 2: body.background")
+    })
+    await expect(
+      submit([line("a", { model: "sim-openai", input: "x", previous_response_id: "resp_nope" })])
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("line 1: body.previous_response_id") })
+    expect((await ledgerOf(customer.accountId)).filter((entry) => entry.type === "HoldPlaced")).toHaveLength(0)
+
+    const created = await submit(lines)
+    expect(created.endpoint).toBe("/v1/responses")
+    const batch = await waitFor(openai, created.id, (status) => status === "completed")
+    expect(batch.request_counts).toEqual({ total: 3, completed: 3, failed: 0 })
+    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
+      .trim()
+      .split("\n")
+      .map((text) => JSON.parse(text))
+    const charges = (await (
+      await fetch(`${gateway.url}/v1/usage/requests?limit=1000`, {
+        headers: { authorization: `Bearer ${customer.key}` }
+      })
+    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string; model: string }> }
+    const ledger = await ledgerOf(customer.accountId)
+    let total = 0n
+    for (const [index, row] of output.entries()) {
+      expect(row.custom_id).toBe(`resp-${index}`)
+      expect(row.response.status_code).toBe(200)
+      const body = row.response.body
+      expect(body).toMatchObject({ object: "response", status: "completed", model: models[index], store: false })
+      expect(body.id).toMatch(/^resp_/)
+      expect(body.instructions).toBe("Be brief.")
+      expect(body.output.some((item: { type: string }) => item.type === "message")).toBe(true)
+      const prices = BATCH_PRICES[body.model] as { input: bigint; output: bigint }
+      const expected =
+        ceilPerMillion(body.usage.input_tokens, prices.input) + ceilPerMillion(body.usage.output_tokens, prices.output)
+      expect(expected).toBeGreaterThan(0n)
+      const charge = charges.data.find((c) => c.requestId === row.response.request_id)
+      expect(charge).toMatchObject({ status: "settled", model: body.model })
+      expect(micros(charge?.cost ?? "")).toBe(expected)
+      const hold = ledger.find((entry) => entry.type === "HoldPlaced" && entry.requestId === row.response.request_id)
+      const settled = ledger.filter((entry) => entry.type === "UsageRecalculated" && entry.holdId === hold?.holdId)
+      expect(settled.map((entry) => micros(String(entry.data.captured)))).toEqual([expected])
+      total += expected
+      // Not stored: no later call can retrieve it.
+      await expect(openai.responses.retrieve(body.id)).rejects.toMatchObject({ status: 404 })
+    }
+    const balance = await admin.balance(customer.accountId)
+    expect(balance.held).toBe("0.000000")
+    expect(micros(balance.captured)).toBe(total)
+  }, 30_000)
+
   it("refuses an invalid file naming the line and field, and holds nothing", async () => {
     const customer = await admin.customer({ deposit: "10" })
     const openai = client(customer.key)
