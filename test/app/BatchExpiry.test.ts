@@ -15,6 +15,7 @@ import { Batches } from "../../src/app/batch/Batches.ts"
 import { Keys } from "../../src/app/Keys.ts"
 import { Ledger } from "../../src/app/Ledger.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
+import { fileObject } from "../../src/http/FilesApi.ts"
 import { messageBatchResults } from "../../src/http/MessageBatchView.ts"
 import { memoryPglite } from "../support/PgliteTemplate.ts"
 
@@ -41,6 +42,78 @@ const line = (i: number) =>
     url: "/v1/chat/completions",
     body: { model: "sim-openai", messages: [{ role: "user", content: `Line ${i}.` }], max_tokens: 16 }
   })
+
+/** An account with money, a key, and a batch of `lines` chat lines on `inputFileId`. */
+const customer = Effect.gen(function* () {
+  const ledger = yield* Ledger
+  const account = yield* ledger.openAccount("batch")
+  yield* ledger.deposit(account.id, parseDecimal("10") as bigint, "seed")
+  const created = yield* (yield* Keys).create(account.id, {
+    name: "batch",
+    models: null,
+    expiresAt: null,
+    spendLimit: null
+  })
+  return { accountId: account.id, key: { keyId: created.id, accountId: account.id, models: null, spendLimit: null } }
+})
+
+const DAY_SECONDS = 86_400
+
+describe("batch file retention", () => {
+  it.effect(
+    "deletes files past their expiry in a worker round, but never the input of a batch still running",
+    () =>
+      Effect.gen(function* () {
+        const batches = yield* Batches
+        const { accountId, key } = yield* customer
+        const upload = (filename: string, expiresAfterSeconds?: number) =>
+          batches.createFile(accountId, {
+            purpose: "batch",
+            filename,
+            content: [0, 1, 2].map(line).join("\n"),
+            expiresAfterSeconds
+          })
+        // The operator's default (30 days), the client's own hour for one unused file and for a batch's input.
+        const kept = yield* upload("kept.jsonl")
+        const unused = yield* upload("unused.jsonl", 3_600)
+        const input = yield* upload("input.jsonl", 3_600)
+        const unix = (date: Date | null) => (date === null ? null : Math.floor(date.getTime() / 1000))
+        assert.strictEqual(unix(kept.expires_at), (unix(kept.created_at) ?? 0) + 30 * DAY_SECONDS)
+        assert.strictEqual(fileObject(unused).expires_at, (unix(unused.created_at) ?? 0) + 3_600)
+        const batch = yield* batches.submit({
+          key,
+          inputFileId: input.id,
+          endpoint: "/v1/chat/completions",
+          completionWindow: "24h",
+          metadata: null,
+          requestId: "req_test"
+        })
+        assert.deepStrictEqual(yield* batches.runDue, { claimed: 1, ended: 0, expiredFiles: 0 })
+
+        // Two hours on: the unused file goes; the running batch's input stays, and the batch reads it.
+        yield* TestClock.adjust("2 hours")
+        assert.strictEqual((yield* batches.runDue).expiredFiles, 1)
+        const gone = yield* Effect.flip(batches.getFile(accountId, unused.id))
+        assert.strictEqual(gone._tag, "FileNotFound")
+        assert.strictEqual((yield* batches.getFile(accountId, input.id)).id, input.id)
+        // Within the hour of the last sweep, no round sweeps again (one query an hour, not one a round).
+        assert.strictEqual((yield* batches.runDue).expiredFiles, 0)
+        while ((yield* batches.get(accountId, batch.id)).status !== "completed") yield* batches.runDue
+        const done = yield* batches.get(accountId, batch.id)
+        assert.strictEqual(done.completed, 3)
+        const output = yield* batches.getFile(accountId, done.output_file_id as string)
+        assert.strictEqual(unix(output.expires_at), (unix(output.created_at) ?? 0) + 30 * DAY_SECONDS)
+
+        // The batch has ended: its input goes at the next sweep; the 30-day files stay.
+        yield* TestClock.adjust("1 hour")
+        assert.strictEqual((yield* batches.runDue).expiredFiles, 1)
+        assert.strictEqual((yield* Effect.flip(batches.getFile(accountId, input.id)))._tag, "FileNotFound")
+        assert.strictEqual((yield* batches.getFile(accountId, kept.id)).id, kept.id)
+        // (Not moved on 30 days to see those go: every hourly sweep of the services would run 720 times.)
+      }).pipe(Effect.provide(services())),
+    60_000
+  )
+})
 
 describe("batch expiry", () => {
   it.effect(
@@ -130,7 +203,7 @@ describe("batch expiry", () => {
         assert.strictEqual(expired.cost, row?.captured)
         // Nothing moves an expired batch.
         yield* TestClock.adjust("1 hour")
-        assert.deepStrictEqual(yield* batches.runDue, { claimed: 0, ended: 0 })
+        assert.deepStrictEqual(yield* batches.runDue, { claimed: 0, ended: 0, expiredFiles: 0 })
       }).pipe(Effect.provide(services())),
     60_000
   )

@@ -42,6 +42,8 @@ export interface BatchWorkerOptions {
   readonly chunk: number
   /** Batches one instance advances per round. */
   readonly batchesPerRound: number
+  /** How often a round also deletes expired files (docs/api/batches.md#retention): a query, at most this often. */
+  readonly fileSweepMillis: number
 }
 
 export const defaultBatchWorkerOptions: BatchWorkerOptions = {
@@ -50,12 +52,15 @@ export const defaultBatchWorkerOptions: BatchWorkerOptions = {
   leaseMillis: 120_000,
   concurrency: 4,
   chunk: 32,
-  batchesPerRound: 2
+  batchesPerRound: 2,
+  fileSweepMillis: 3_600_000
 }
 
 export interface RoundReport {
   readonly claimed: number
   readonly ended: number
+  /** Files the round's retention sweep deleted (0 when none was due). */
+  readonly expiredFiles: number
 }
 
 export interface WorkerContext {
@@ -65,6 +70,8 @@ export interface WorkerContext {
   readonly workerId: string
   readonly kicks: Queue.Queue<void>
   readonly keys: Keys["Service"]
+  /** When a file written at `at` expires (the operator's retention). */
+  readonly fileExpiry: (at: Date) => Date | null
 }
 
 export const makeBatchWorker = (context: WorkerContext) =>
@@ -112,7 +119,8 @@ export const makeBatchWorker = (context: WorkerContext) =>
               purpose: "batch_output",
               filename: `${latest.batchId}_${suffix}.jsonl`,
               content,
-              at
+              at,
+              expiresAt: context.fileExpiry(at)
             })
             const output = files.output === undefined ? undefined : file("output", files.output)
             const errors = files.errors === undefined ? undefined : file("error", files.errors)
@@ -222,6 +230,17 @@ export const makeBatchWorker = (context: WorkerContext) =>
         return false
       })
 
+    /** Deletes expired files once `fileSweepMillis` has passed since the last sweep (on this instance). */
+    let nextSweep = 0
+    const sweepFiles = Effect.gen(function* () {
+      const nowMs = yield* Clock.currentTimeMillis
+      if (nowMs < nextSweep) return 0
+      const deleted = yield* store.deleteExpiredFiles(new Date(nowMs))
+      nextSweep = nowMs + options.fileSweepMillis
+      if (deleted > 0) yield* Effect.logInfo("expired batch files deleted").pipe(Effect.annotateLogs({ n: deleted }))
+      return deleted
+    })
+
     const runDue = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const claimed = yield* store.claimDue(
@@ -231,7 +250,9 @@ export const makeBatchWorker = (context: WorkerContext) =>
         options.batchesPerRound
       )
       const ended = yield* Effect.forEach(claimed, advance, { concurrency: "unbounded" })
-      return { claimed: claimed.length, ended: ended.filter(Boolean).length } satisfies RoundReport
+      // After the round's batches: a batch that just ended no longer keeps its input file.
+      const expiredFiles = yield* sweepFiles
+      return { claimed: claimed.length, ended: ended.filter(Boolean).length, expiredFiles } satisfies RoundReport
     }).pipe(Effect.withSpan("Batches.runDue"))
 
     if (options.enabled) {

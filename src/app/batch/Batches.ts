@@ -33,6 +33,7 @@ import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
 import { TokenCounter } from "../ports/TokenCounter.ts"
 import { ConversationStore } from "../ports/ConversationStore.ts"
+import { OperatorConfigDefaults } from "../config/decodeOperatorConfig.ts"
 import { OperatorConfig } from "../OperatorConfig.ts"
 import { makeTurnBuilder } from "../responses/TurnBuilder.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
@@ -62,15 +63,20 @@ export interface SubmitMessages {
   readonly requestId: string
 }
 
+/** An upload; `expiresAfterSeconds` is the client's own retention (OpenAI's `expires_after`), else the operator's. */
+export interface NewUpload {
+  readonly purpose: string
+  readonly filename: string
+  readonly content: string
+  readonly expiresAfterSeconds?: number | undefined
+}
+
 type Paged<A> = { readonly rows: ReadonlyArray<A>; readonly hasMore: boolean }
 
 export class Batches extends Context.Service<
   Batches,
   {
-    readonly createFile: (
-      accountId: string,
-      file: { readonly purpose: string; readonly filename: string; readonly content: string }
-    ) => Effect.Effect<FileRow, StoreUnavailable>
+    readonly createFile: (accountId: string, file: NewUpload) => Effect.Effect<FileRow, StoreUnavailable>
     readonly getFile: (accountId: string, id: string) => Effect.Effect<FileRow, FileNotFound | StoreUnavailable>
     readonly fileContent: (accountId: string, id: string) => Effect.Effect<string, FileNotFound | StoreUnavailable>
     readonly listFiles: (
@@ -112,12 +118,12 @@ export class Batches extends Context.Service<
         const held = yield* heldCallServices
         const dialects = yield* ChatDialects
         const responses = yield* ResponseStore
-        const turns = makeTurnBuilder({
-          store: responses,
-          conversations: yield* ConversationStore,
-          dialect: dialects.responses,
-          config: yield* OperatorConfig
-        })
+        const config = yield* OperatorConfig
+        const conversations = yield* ConversationStore
+        const turns = makeTurnBuilder({ store: responses, conversations, dialect: dialects.responses, config })
+        // Files written now expire after the operator's retention (docs/api/batches.md#retention).
+        const retentionMs = (config.files?.retentionDays ?? OperatorConfigDefaults.filesRetentionDays) * 86_400_000
+        const fileExpiry = (at: Date, afterMs = retentionMs) => new Date(at.getTime() + afterMs)
         const services: LineServices = { ...held, dialects, responses, tokens: yield* TokenCounter, turns }
         const kicks = yield* Queue.sliding<void>(1)
         const workerId = `batch-worker-${randomUUID()}`
@@ -261,7 +267,9 @@ export class Batches extends Context.Service<
               purpose: MESSAGE_BATCH_PURPOSE,
               filename: "requests.jsonl",
               content,
-              at
+              at,
+              // The gateway's own copy of the requests: it goes with its batch (deleted with it), not by age.
+              expiresAt: null
             }
           ]
           const batch = { ...input, endpoint: MESSAGES_ENDPOINT, inputFileId, completionWindow: COMPLETION_WINDOW }
@@ -286,13 +294,20 @@ export class Batches extends Context.Service<
           options,
           workerId,
           kicks,
-          keys: yield* Keys
+          keys: yield* Keys,
+          fileExpiry
         })
 
         return Batches.of({
           createFile: Effect.fnUntraced(function* (accountId, file) {
             const id = `file-${randomUUID().replaceAll("-", "")}`
-            yield* store.createFile({ id, accountId, ...file, at: yield* now })
+            const { expiresAfterSeconds, ...upload } = file
+            const at = yield* now
+            const expiresAt = fileExpiry(
+              at,
+              expiresAfterSeconds === undefined ? retentionMs : expiresAfterSeconds * 1000
+            )
+            yield* store.createFile({ id, accountId, ...upload, at, expiresAt })
             return yield* Effect.map(store.findFile(accountId, id), (row) => row as FileRow)
           }),
           getFile,

@@ -62,6 +62,8 @@ describe("batches on the OpenAI surface", () => {
       purpose: "batch"
     })
     expect(file).toMatchObject({ object: "file", purpose: "batch", filename: "in.jsonl" })
+    // Kept 30 days (the operator's default retention, OpenAI's for batch files), unless the upload says otherwise.
+    expect(file.expires_at).toBe(file.created_at + 30 * 86_400)
     expect((await openai.files.retrieve(file.id)).bytes).toBe(Buffer.byteLength(jsonl(lines)))
 
     const created = await openai.batches.create({
@@ -326,6 +328,19 @@ describe("batches on the OpenAI surface", () => {
     await expect(
       openai.batches.create({ input_file_id: "file-nope", endpoint: "/v1/chat/completions", completion_window: "24h" })
     ).rejects.toMatchObject({ status: 404 })
+    const own = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl([good])), "hour.jsonl"),
+      purpose: "batch",
+      expires_after: { anchor: "created_at", seconds: 3_600 }
+    })
+    expect(own.expires_at).toBe(own.created_at + 3_600)
+    await expect(
+      openai.files.create({
+        file: await toFile(Buffer.from(jsonl([good])), "minute.jsonl"),
+        purpose: "batch",
+        expires_after: { anchor: "created_at", seconds: 60 }
+      })
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("expires_after.seconds") })
     const ledger = await ledgerOf(customer.accountId)
     expect(ledger.filter((entry) => entry.type === "HoldPlaced")).toHaveLength(0)
     expect((await openai.batches.list()).data).toHaveLength(0)
