@@ -90,12 +90,17 @@ describe("batch file retention", () => {
         })
         assert.deepStrictEqual(yield* batches.runDue, { claimed: 1, ended: 0, expiredFiles: 0 })
 
-        // Two hours on: the unused file goes; the running batch's input stays, and the batch reads it.
+        // Two hours on: both hour-long files are gone for the client at once, before any sweep.
         yield* TestClock.adjust("2 hours")
+        const gone = (id: string) => Effect.map(Effect.flip(batches.getFile(accountId, id)), (error) => error._tag)
+        assert.deepStrictEqual([yield* gone(unused.id), yield* gone(input.id)], ["FileNotFound", "FileNotFound"])
+        const listed = yield* batches.listFiles(accountId, { limit: 10, after: undefined, purpose: undefined })
+        assert.deepStrictEqual(
+          listed.rows.map((row) => row.id),
+          [kept.id]
+        )
+        // The sweep reclaims the unused one; the running batch's input stays for the batch, which still reads it.
         assert.strictEqual((yield* batches.runDue).expiredFiles, 1)
-        const gone = yield* Effect.flip(batches.getFile(accountId, unused.id))
-        assert.strictEqual(gone._tag, "FileNotFound")
-        assert.strictEqual((yield* batches.getFile(accountId, input.id)).id, input.id)
         // Within the hour of the last sweep, no round sweeps again (one query an hour, not one a round).
         assert.strictEqual((yield* batches.runDue).expiredFiles, 0)
         while ((yield* batches.get(accountId, batch.id)).status !== "completed") yield* batches.runDue
@@ -107,7 +112,6 @@ describe("batch file retention", () => {
         // The batch has ended: its input goes at the next sweep; the 30-day files stay.
         yield* TestClock.adjust("1 hour")
         assert.strictEqual((yield* batches.runDue).expiredFiles, 1)
-        assert.strictEqual((yield* Effect.flip(batches.getFile(accountId, input.id)))._tag, "FileNotFound")
         assert.strictEqual((yield* batches.getFile(accountId, kept.id)).id, kept.id)
         // (Not moved on 30 days to see those go: every hourly sweep of the services would run 720 times.)
       }).pipe(Effect.provide(services())),

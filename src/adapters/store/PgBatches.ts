@@ -91,7 +91,7 @@ export const layer = Layer.effect(
         orUnavailable(sql<FileRow>`${FILE(sql)}
           WHERE account_id = ${accountId}::uuid AND ${olderThan(sql, "batch_files", page.after)}
             AND ${page.purpose === undefined ? sql`TRUE` : sql`purpose = ${page.purpose}`}
-            AND purpose <> ${MESSAGE_BATCH_PURPOSE}
+            AND purpose <> ${MESSAGE_BATCH_PURPOSE} AND (expires_at IS NULL OR expires_at > ${page.now})
           ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1}`),
       deleteFile: (accountId, fileId) =>
         Effect.map(

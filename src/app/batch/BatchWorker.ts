@@ -70,7 +70,7 @@ export interface WorkerContext {
   readonly workerId: string
   readonly kicks: Queue.Queue<void>
   readonly keys: Keys["Service"]
-  /** When a file written at `at` expires (the operator's retention). */
+  /** When a file written at `at` expires (the operator's retention: FileRetention.ts). */
   readonly fileExpiry: (at: Date) => Date | null
 }
 

@@ -33,13 +33,13 @@ import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
 import { TokenCounter } from "../ports/TokenCounter.ts"
 import { ConversationStore } from "../ports/ConversationStore.ts"
-import { OperatorConfigDefaults } from "../config/decodeOperatorConfig.ts"
 import { OperatorConfig } from "../OperatorConfig.ts"
 import { makeTurnBuilder } from "../responses/TurnBuilder.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
 import { BatchInvalid, BatchNotCancellable, BatchNotDeletable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
 import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
+import { fileExpiryFor, isExpired } from "./FileRetention.ts"
 import { type LineServices, planLine } from "./LinePlans.ts"
 
 export { type BatchWorkerOptions, defaultBatchWorkerOptions } from "./BatchWorker.ts"
@@ -121,9 +121,7 @@ export class Batches extends Context.Service<
         const config = yield* OperatorConfig
         const conversations = yield* ConversationStore
         const turns = makeTurnBuilder({ store: responses, conversations, dialect: dialects.responses, config })
-        // Files written now expire after the operator's retention (docs/api/batches.md#retention).
-        const retentionMs = (config.files?.retentionDays ?? OperatorConfigDefaults.filesRetentionDays) * 86_400_000
-        const fileExpiry = (at: Date, afterMs = retentionMs) => new Date(at.getTime() + afterMs)
+        const fileExpiry = fileExpiryFor(config)
         const services: LineServices = { ...held, dialects, responses, tokens: yield* TokenCounter, turns }
         const kicks = yield* Queue.sliding<void>(1)
         const workerId = `batch-worker-${randomUUID()}`
@@ -138,10 +136,10 @@ export class Batches extends Context.Service<
           hasMore: rows.length > limit
         })
 
-        // A message batch's requests are kept as a file of its own, not one of the client's files.
+        // Not one of the client's files: a message batch's requests (its own file), or an expired file.
         const getFile = (accountId: string, id: string) =>
-          Effect.flatMap(store.findFile(accountId, id), (row) =>
-            row === undefined || row.purpose === MESSAGE_BATCH_PURPOSE
+          Effect.flatMap(Effect.zip(store.findFile(accountId, id), now), ([row, at]) =>
+            row === undefined || row.purpose === MESSAGE_BATCH_PURPOSE || isExpired(row, at)
               ? Effect.fail(new FileNotFound({ fileId: id }))
               : Effect.succeed(row)
           )
@@ -303,11 +301,7 @@ export class Batches extends Context.Service<
             const id = `file-${randomUUID().replaceAll("-", "")}`
             const { expiresAfterSeconds, ...upload } = file
             const at = yield* now
-            const expiresAt = fileExpiry(
-              at,
-              expiresAfterSeconds === undefined ? retentionMs : expiresAfterSeconds * 1000
-            )
-            yield* store.createFile({ id, accountId, ...upload, at, expiresAt })
+            yield* store.createFile({ id, accountId, ...upload, at, expiresAt: fileExpiry(at, expiresAfterSeconds) })
             return yield* Effect.map(store.findFile(accountId, id), (row) => row as FileRow)
           }),
           getFile,
@@ -316,7 +310,10 @@ export class Batches extends Context.Service<
               text === undefined ? Effect.fail(new FileNotFound({ fileId: id })) : Effect.succeed(text)
             ),
           listFiles: (accountId, page) =>
-            Effect.map(store.listFiles(accountId, page), (rows) => paged(rows, page.limit)),
+            Effect.map(
+              Effect.flatMap(now, (at) => store.listFiles(accountId, { ...page, now: at })),
+              (rows) => paged(rows, page.limit)
+            ),
           deleteFile: (accountId, id) =>
             Effect.flatMap(Effect.andThen(getFile(accountId, id), store.deleteFile(accountId, id)), (deleted) =>
               deleted ? Effect.void : Effect.fail(new FileNotFound({ fileId: id }))

@@ -74,10 +74,10 @@ export class BatchStore extends Context.Service<
     readonly createFile: (file: NewFile) => Effect.Effect<void, StoreUnavailable>
     readonly findFile: (accountId: string, fileId: string) => Effect.Effect<FileRow | undefined, StoreUnavailable>
     readonly fileContent: (accountId: string, fileId: string) => Effect.Effect<string | undefined, StoreUnavailable>
-    /** A page of an account's files, newest first, one row more than `limit`; `purpose` filters. */
+    /** A page of an account's files not expired at `now`, newest first, one row more than `limit`; `purpose` filters. */
     readonly listFiles: (
       accountId: string,
-      page: Page & { readonly purpose: string | undefined }
+      page: Page & { readonly purpose: string | undefined; readonly now: Date }
     ) => Effect.Effect<ReadonlyArray<FileRow>, StoreUnavailable>
     /** Deletes a file; false when the account has no such file. */
     readonly deleteFile: (accountId: string, fileId: string) => Effect.Effect<boolean, StoreUnavailable>
