@@ -74,6 +74,21 @@ export interface WorkerContext {
   readonly fileExpiry: (at: Date) => Date | null
 }
 
+/** The result of a line started and never finished when its batch ends `ending`. */
+const cutLine = (state: BatchState, line: number, holdId: string, ending: BatchEnding): LineResult =>
+  ending === "expired"
+    ? expiredLine(state, line, holdId)
+    : {
+        line,
+        customId: state.customIds[line] ?? "",
+        outcome: "cancelled",
+        holdId,
+        cost: formatMicros(0n),
+        requestId: lineRequestId(state.batchId, line),
+        response: null,
+        error: { code: `batch_${ending}`, message: `the batch was ${ending} before this request finished` }
+      }
+
 export const makeBatchWorker = (context: WorkerContext) =>
   Effect.gen(function* () {
     const { store, services, options, workerId, kicks } = context
@@ -90,19 +105,7 @@ export const makeBatchWorker = (context: WorkerContext) =>
         const lock = yield* Semaphore.make(1)
         for (const [line, holdId] of state.started) {
           if (state.lines.has(line)) continue
-          const result: LineResult =
-            ending === "expired"
-              ? expiredLine(state, line, holdId)
-              : {
-                  line,
-                  customId: state.customIds[line] ?? "",
-                  outcome: "cancelled",
-                  holdId,
-                  cost: formatMicros(0n),
-                  requestId: lineRequestId(state.batchId, line),
-                  response: null,
-                  error: { code: `batch_${ending}`, message: `the batch was ${ending} before this request finished` }
-                }
+          const result = cutLine(state, line, holdId, ending)
           const reason = ending === "cancelled" ? "cancelled" : ending === "expired" ? "expired" : "failed"
           yield* finish(state.batchId, lock)(result, { _tag: "Release", holdId, reason })
         }
