@@ -39,20 +39,32 @@ export const fileObject = (row: FileRow) => ({
 const MIN_EXPIRY_SECONDS = 3_600
 const MAX_EXPIRY_SECONDS = 2_592_000
 
+/**
+ * OpenAI's file expiration policy (`expires_after` of an upload, `output_expires_after` of a batch): `anchor`
+ * `created_at` and `seconds` in bounds; `seconds` may come as a multipart field's text.
+ */
+export const expirySeconds = (field: string, anchor: unknown, seconds: unknown) => {
+  if (anchor !== "created_at")
+    return Effect.fail(badRequest(`${field}.anchor: expected 'created_at'`, `${field}.anchor`))
+  const value = typeof seconds === "string" && /^\d{1,8}$/.test(seconds) ? Number(seconds) : seconds
+  if (
+    typeof value !== "number" ||
+    !Number.isInteger(value) ||
+    value < MIN_EXPIRY_SECONDS ||
+    value > MAX_EXPIRY_SECONDS
+  ) {
+    const message = `${field}.seconds: expected an integer from ${MIN_EXPIRY_SECONDS} to ${MAX_EXPIRY_SECONDS}`
+    return Effect.fail(badRequest(message, `${field}.seconds`))
+  }
+  return Effect.succeed(value)
+}
+
 /** The upload's `expires_after` (multipart `expires_after[anchor]`, `expires_after[seconds]`, as the SDKs send it). */
 const expiresAfterOf = (form: FormData) => {
   const anchor = form.get("expires_after[anchor]")
   const seconds = form.get("expires_after[seconds]")
   if (anchor === null && seconds === null) return Effect.succeed(undefined)
-  if (anchor !== "created_at") {
-    return Effect.fail(badRequest("expires_after.anchor: expected 'created_at'", "expires_after.anchor"))
-  }
-  const value = typeof seconds === "string" && /^\d{1,8}$/.test(seconds) ? Number(seconds) : Number.NaN
-  if (!(value >= MIN_EXPIRY_SECONDS && value <= MAX_EXPIRY_SECONDS)) {
-    const message = `expires_after.seconds: expected an integer from ${MIN_EXPIRY_SECONDS} to ${MAX_EXPIRY_SECONDS}`
-    return Effect.fail(badRequest(message, "expires_after.seconds"))
-  }
-  return Effect.succeed(value)
+  return expirySeconds("expires_after", anchor, seconds)
 }
 
 const isFile = (value: unknown): value is File => typeof value === "object" && value !== null && "arrayBuffer" in value

@@ -70,8 +70,8 @@ export interface WorkerContext {
   readonly workerId: string
   readonly kicks: Queue.Queue<void>
   readonly keys: Keys["Service"]
-  /** When a file written at `at` expires (the operator's retention: FileRetention.ts). */
-  readonly fileExpiry: (at: Date) => Date | null
+  /** When a file written at `at` expires: `afterSeconds` after, or the operator's retention after (FileRetention.ts). */
+  readonly fileExpiry: (at: Date, afterSeconds?: number) => Date | null
 }
 
 /** The result of a line started and never finished when its batch ends `ending`. */
@@ -123,7 +123,7 @@ export const makeBatchWorker = (context: WorkerContext) =>
               filename: `${latest.batchId}_${suffix}.jsonl`,
               content,
               at,
-              expiresAt: context.fileExpiry(at)
+              expiresAt: context.fileExpiry(at, latest.outputExpiresAfterSeconds ?? undefined)
             })
             const output = files.output === undefined ? undefined : file("output", files.output)
             const errors = files.errors === undefined ? undefined : file("error", files.errors)

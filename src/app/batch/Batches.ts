@@ -54,6 +54,8 @@ export interface SubmitBatch {
   readonly completionWindow: string
   readonly metadata: Readonly<Record<string, string>> | null
   readonly requestId: string
+  /** OpenAI's `output_expires_after.seconds`: how long its output and error files are kept (null: the operator's). */
+  readonly outputExpiresAfterSeconds?: number | null
 }
 
 /** Anthropic's Message Batches: each request's `params` is a Messages API body (app/batch/MessageBatches.ts). */
@@ -225,7 +227,8 @@ export class Batches extends Context.Service<
               metadata: input.metadata,
               requestId: input.requestId,
               expiresAt: new Date(at.getTime() + WINDOW_MILLIS).toISOString(),
-              at: at.toISOString()
+              at: at.toISOString(),
+              outputExpiresAfterSeconds: input.outputExpiresAfterSeconds ?? null
             }
           }
           const next = evolve(undefined, event) as BatchState

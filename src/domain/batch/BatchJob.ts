@@ -65,6 +65,7 @@ export interface BatchSubmitted {
     readonly requestId: string | null
     readonly expiresAt: string
     readonly at: string
+    readonly outputExpiresAfterSeconds?: number | null // OpenAI's `output_expires_after.seconds`; absent: the operator's
   }
 }
 
@@ -134,10 +135,11 @@ export interface BatchState {
   readonly customIds: ReadonlyArray<string>
   readonly metadata: Readonly<Record<string, string>> | null
   readonly requestId: string | null
+  /** How long its output and error files are kept (null: the operator's retention). */
+  readonly outputExpiresAfterSeconds: number | null
   readonly status: BatchStatus
   /** The hold of every line started (its hold placed), by line number. */
   readonly started: ReadonlyMap<number, string>
-  /** Finished lines by line number. */
   readonly lines: ReadonlyMap<number, LineResult>
   readonly succeeded: number
   readonly failed: number
@@ -180,6 +182,7 @@ export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchS
       customIds: d.customIds,
       metadata: d.metadata,
       requestId: d.requestId,
+      outputExpiresAfterSeconds: d.outputExpiresAfterSeconds ?? null,
       status: "validating",
       started: new Map(),
       lines: new Map(),

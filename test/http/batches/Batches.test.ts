@@ -169,10 +169,22 @@ describe("batches on the OpenAI surface", () => {
     const created = await openai.batches.create({
       input_file_id: file.id,
       endpoint: "/v1/embeddings",
-      completion_window: "24h"
+      completion_window: "24h",
+      output_expires_after: { anchor: "created_at", seconds: 7_200 }
     })
     const batch = await waitFor(openai, created.id, (status) => status === "completed")
     expect(batch.request_counts).toEqual({ total: 4, completed: 4, failed: 0 })
+    // Its output file is kept the two hours the batch asked for, from when it was written.
+    const written = await openai.files.retrieve(batch.output_file_id as string)
+    expect(written.expires_at).toBe(written.created_at + 7_200)
+    await expect(
+      openai.batches.create({
+        input_file_id: file.id,
+        endpoint: "/v1/embeddings",
+        completion_window: "24h",
+        output_expires_after: { anchor: "created_at", seconds: 9_999_999 }
+      })
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("output_expires_after.seconds") })
     const output = (await (await openai.files.content(batch.output_file_id as string)).text())
       .trim()
       .split("\n")
