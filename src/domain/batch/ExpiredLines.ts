@@ -3,6 +3,7 @@
  * `response: null` and the error `batch_expired`, and counted as failed. They are results of the batch's ending
  * (`BatchEnded` with `expired`), not events of their own: a batch of 50,000 lines expires in one event.
  */
+import { formatMicros } from "../Money.ts"
 import type { BatchEnding, BatchState, LineResult } from "./BatchJob.ts"
 
 /** The request id of a line: its hold's, its usage record's and its output line's, so the three join. */
@@ -19,7 +20,7 @@ export const expiredLine = (state: BatchState, line: number, holdId: string | nu
   customId: state.customIds[line] ?? "",
   outcome: "expired",
   holdId,
-  cost: "0.000000",
+  cost: formatMicros(0n),
   requestId: lineRequestId(state.batchId, line),
   response: null,
   error: BATCH_EXPIRED
