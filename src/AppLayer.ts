@@ -253,7 +253,7 @@ export const servicesLayer = (options: AppOptions) => {
   )
   const batches = Layer.mergeAll(BatchOperator.layer, PrometheusRegistry.layer).pipe(
     Layer.provideMerge(Batches.layerWith({ ...defaultBatchWorkerOptions, ...options.batches })),
-    Layer.provide(Layer.merge(PgBatches.layer, PgResponseStore.layer))
+    Layer.provide(Layer.mergeAll(PgBatches.layer, PgResponseStore.layer, PgConversations.layer))
   )
   return Layer.mergeAll(
     responses,

@@ -12,6 +12,7 @@ import { MESSAGES_ENDPOINT } from "../domain/batch/BatchInput.ts"
 import { formatMicros } from "../domain/Money.ts"
 import { badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
+import { expirySeconds } from "./FilesApi.ts"
 import { checkJson, limitParam } from "./InputLimits.ts"
 import { readJson } from "./RequestBody.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
@@ -71,6 +72,18 @@ const metadataOf = (value: unknown) => {
   return Effect.succeed(Object.fromEntries(entries) as Record<string, string>)
 }
 
+/** OpenAI's `output_expires_after`: how long the batch's output and error files are kept (absent: the operator's). */
+const outputExpiry = (value: unknown) => {
+  if (value === undefined || value === null) return Effect.succeed(null)
+  if (typeof value !== "object" || Array.isArray(value)) {
+    return Effect.fail(
+      badRequest("output_expires_after: expected an object with anchor and seconds", "output_expires_after")
+    )
+  }
+  const { anchor, seconds } = value as Record<string, unknown>
+  return expirySeconds("output_expires_after", anchor, seconds)
+}
+
 const create = Effect.gen(function* () {
   const key = yield* authenticate("openai")
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -86,6 +99,7 @@ const create = Effect.gen(function* () {
     endpoint: yield* stringField(body, "endpoint"),
     completionWindow: yield* stringField(body, "completion_window"),
     metadata: yield* metadataOf(body.metadata),
+    outputExpiresAfterSeconds: yield* outputExpiry(body.output_expires_after),
     requestId: yield* RequestId
   })
   return json(batchObject(row))

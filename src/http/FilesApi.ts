@@ -28,12 +28,44 @@ export const fileObject = (row: FileRow) => ({
   object: "file",
   bytes: row.bytes,
   created_at: unix(row.created_at),
-  expires_at: null,
+  expires_at: row.expires_at === null ? null : unix(row.expires_at),
   filename: row.filename,
   purpose: row.purpose,
   status: "processed",
   status_details: null
 })
+
+/** OpenAI's bounds on a file's own retention (`expires_after.seconds`): an hour to 30 days. */
+const MIN_EXPIRY_SECONDS = 3_600
+const MAX_EXPIRY_SECONDS = 2_592_000
+
+/**
+ * OpenAI's file expiration policy (`expires_after` of an upload, `output_expires_after` of a batch): `anchor`
+ * `created_at` and `seconds` in bounds; `seconds` may come as a multipart field's text.
+ */
+export const expirySeconds = (field: string, anchor: unknown, seconds: unknown) => {
+  if (anchor !== "created_at")
+    return Effect.fail(badRequest(`${field}.anchor: expected 'created_at'`, `${field}.anchor`))
+  const value = typeof seconds === "string" && /^\d{1,8}$/.test(seconds) ? Number(seconds) : seconds
+  if (
+    typeof value !== "number" ||
+    !Number.isInteger(value) ||
+    value < MIN_EXPIRY_SECONDS ||
+    value > MAX_EXPIRY_SECONDS
+  ) {
+    const message = `${field}.seconds: expected an integer from ${MIN_EXPIRY_SECONDS} to ${MAX_EXPIRY_SECONDS}`
+    return Effect.fail(badRequest(message, `${field}.seconds`))
+  }
+  return Effect.succeed(value)
+}
+
+/** The upload's `expires_after` (multipart `expires_after[anchor]`, `expires_after[seconds]`, as the SDKs send it). */
+const expiresAfterOf = (form: FormData) => {
+  const anchor = form.get("expires_after[anchor]")
+  const seconds = form.get("expires_after[seconds]")
+  if (anchor === null && seconds === null) return Effect.succeed(undefined)
+  return expirySeconds("expires_after", anchor, seconds)
+}
 
 const isFile = (value: unknown): value is File => typeof value === "object" && value !== null && "arrayBuffer" in value
 
@@ -53,6 +85,7 @@ const readUpload = Effect.gen(function* () {
   if (purpose !== "batch") {
     return yield* badRequest("purpose: only 'batch' files can be uploaded to this gateway", "purpose")
   }
+  const expiresAfterSeconds = yield* expiresAfterOf(form)
   const files = form.getAll("file")
   const file = files[0]
   if (files.length !== 1 || !isFile(file)) return yield* badRequest("file: exactly one file upload is required", "file")
@@ -77,7 +110,7 @@ const readUpload = Effect.gen(function* () {
   const filename = (file.name === "" ? "upload.jsonl" : file.name).slice(0, MAX_FILENAME)
   const nameProblem = storableTextProblem(filename)
   if (nameProblem !== undefined) return yield* badRequest(`file: its name ${nameProblem}`, "file")
-  return { purpose, filename, content: decoded }
+  return { purpose, filename, content: decoded, expiresAfterSeconds }
 })
 
 const idParam = Effect.map(HttpRouter.params, (params) => params.id ?? "")

@@ -14,6 +14,7 @@ const resultType = (state: BatchState, result: LineResult | undefined): ResultTy
   if (result !== undefined) {
     if (result.outcome === "succeeded") return "succeeded"
     if (result.outcome === "failed") return "errored"
+    if (result.outcome === "expired") return "expired"
     return state.status === "expired" ? "expired" : "canceled"
   }
   if (!isFinished(state.status)) return "processing"

@@ -3,10 +3,21 @@ import { clip } from "../domain/Quoted.ts"
 import { Duration, Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { ModelCatalog } from "../app/ModelCatalog.ts"
+import { type CatalogModel, ModelCatalog } from "../app/ModelCatalog.ts"
+import { PluginRegistry } from "../app/PluginRegistry.ts"
 import { apiError, notFound } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
+import { openAiModelPrices } from "./ModelPrices.ts"
 import { json, route } from "./Route.ts"
+
+/** OpenAI's model object, with the prices a call and a batch line of the model pay (extra fields, decimal strings). */
+const openAiModel = (registry: PluginRegistry["Service"], m: CatalogModel) => ({
+  id: m.id,
+  object: "model",
+  created: m.created,
+  owned_by: m.ownedBy,
+  ...openAiModelPrices(registry.resolve(m.id))
+})
 
 const models = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -26,10 +37,8 @@ const models = Effect.gen(function* () {
       last_id: catalog.at(-1)?.id ?? null
     })
   }
-  return json({
-    object: "list",
-    data: catalog.map((m) => ({ id: m.id, object: "model", created: m.created, owned_by: m.ownedBy }))
-  })
+  const registry = yield* PluginRegistry
+  return json({ object: "list", data: catalog.map((m) => openAiModel(registry, m)) })
 })
 
 /** One model, in OpenAI's or Anthropic's shape (`GET /v1/models/{id}`). */
@@ -53,7 +62,7 @@ const oneModel = Effect.gen(function* () {
         display_name: model.displayName,
         created_at: new Date(model.created * 1000).toISOString()
       })
-    : json({ id: model.id, object: "model", created: model.created, owned_by: model.ownedBy })
+    : json(openAiModel(yield* PluginRegistry, model))
 })
 
 /** Google's list shape, for `@google/genai`'s `models.list` pointed at the gateway. */

@@ -12,7 +12,7 @@ import { badRequest } from "./ApiError.ts"
 import { authenticate } from "./Auth.ts"
 import { respondWith } from "./ChatApi.ts"
 import { readJson } from "./RequestBody.ts"
-import { createResponse, MAX_ID_LENGTH } from "./dialects/ResponsesRequestSchema.ts"
+import { MAX_ID_LENGTH, responsesBodyProblem } from "./dialects/ResponsesRequestSchema.ts"
 import { HttpSettings, json, RequestId, route } from "./Route.ts"
 
 const MAX_ITEMS_LIMIT = 100
@@ -29,13 +29,8 @@ const objectBody = Effect.gen(function* () {
 
 /** The request checked against OpenAI's `CreateResponse` fields, refused before anything is held. */
 const shapeProblem = (body: Record<string, unknown>, counting: boolean) => {
-  const found = createResponse(counting)(body, "")
-  if (found !== undefined) return badRequest(found.message, found.param)
-  const input = body.input
-  if ((input === undefined || input === null) && (!counting || body.previous_response_id === undefined)) {
-    return badRequest("input: Missing required parameter: 'input'.", "input")
-  }
-  return undefined
+  const found = responsesBodyProblem(body, counting)
+  return found === undefined ? undefined : badRequest(found.message, found.param)
 }
 
 const create = Effect.gen(function* () {

@@ -51,6 +51,7 @@ models:
 plugins: ["./examples/plugin-echo/index.ts", "@acme/tollgate-plugin-x"]
 ledger: { holdTtlSeconds: 600 }
 video: { pollIntervalMs: 2000, deadlineMinutes: 20, retentionDays: 3 }
+files: { retentionDays: 7 }
 `
 
 /** A config with one openai upstream and the given models block. */
@@ -94,6 +95,7 @@ describe("OperatorConfig", () => {
       assert.deepStrictEqual(config.plugins, ["/etc/tollgate/examples/plugin-echo/index.ts", "@acme/tollgate-plugin-x"])
       assert.deepStrictEqual(config.ledger, { holdTtlSeconds: 600 })
       assert.deepStrictEqual(config.video, { pollIntervalMs: 2000, deadlineMinutes: 20, retentionDays: 3 })
+      assert.deepStrictEqual(config.files, { retentionDays: 7 })
     })
   )
 
@@ -105,6 +107,7 @@ describe("OperatorConfig", () => {
       assert.deepStrictEqual(config.plugins, [])
       assert.deepStrictEqual(config.ledger, { holdTtlSeconds: 900 })
       assert.deepStrictEqual(config.video, { pollIntervalMs: 5000, deadlineMinutes: 30, retentionDays: 7 })
+      assert.deepStrictEqual(config.files, { retentionDays: 30 })
     })
   )
 

@@ -57,7 +57,10 @@ describe("public API", () => {
       id: "sim-openai",
       object: "model",
       created: 1_767_225_600,
-      owned_by: "simulator"
+      owned_by: "simulator",
+      // Extra fields, as decimal USD per 1M tokens: a call's prices, and a batch line's (half, without batch keys).
+      pricing: { input: "0.150000", output: "0.600000" },
+      batch_pricing: { input: "0.075000", output: "0.300000" }
     })
     const missing = await fetch(`${gateway.url}/v1/models/nope`, { headers: { authorization: `Bearer ${key}` } })
     assert.strictEqual(missing.status, 404)

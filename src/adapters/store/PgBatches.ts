@@ -17,12 +17,12 @@ import { orUnavailable } from "./PgEventStore.ts"
 const upsertBatch = (sql: SqlClient.SqlClient, s: BatchState) => upsertBatchesSql(sql, "public", batchRecords([s]))
 
 const insertFile = (sql: SqlClient.SqlClient, file: NewFile) =>
-  sql`INSERT INTO batch_files (id, account_id, purpose, filename, bytes, content, created_at)
+  sql`INSERT INTO batch_files (id, account_id, purpose, filename, bytes, content, created_at, expires_at)
     VALUES (${file.id}, ${file.accountId}::uuid, ${file.purpose}, ${file.filename},
-      ${Buffer.byteLength(file.content, "utf8")}, ${file.content}, ${file.at})`
+      ${Buffer.byteLength(file.content, "utf8")}, ${file.content}, ${file.at}, ${file.expiresAt})`
 
 const FILE = (sql: SqlClient.SqlClient) =>
-  sql`SELECT id, account_id::text, purpose, filename, bytes, created_at FROM batch_files`
+  sql`SELECT id, account_id::text, purpose, filename, bytes, created_at, expires_at FROM batch_files`
 
 const BATCH = (sql: SqlClient.SqlClient) => sql`
   SELECT id, account_id::text, key_id::text, endpoint, input_file_id, status, total, completed, failed, cost::text, metadata,
@@ -92,13 +92,22 @@ export const layer = Layer.effect(
         orUnavailable(sql<FileRow>`${FILE(sql)}
           WHERE account_id = ${accountId}::uuid AND ${olderThan(sql, "batch_files", page.after)}
             AND ${page.purpose === undefined ? sql`TRUE` : sql`purpose = ${page.purpose}`}
-            AND purpose <> ${MESSAGE_BATCH_PURPOSE}
+            AND purpose <> ${MESSAGE_BATCH_PURPOSE} AND (expires_at IS NULL OR expires_at > ${page.now})
           ORDER BY created_at DESC, id DESC LIMIT ${page.limit + 1}`),
       deleteFile: (accountId, fileId) =>
         Effect.map(
           orUnavailable(sql<{ id: string }>`DELETE FROM batch_files
             WHERE id = ${fileId} AND account_id = ${accountId}::uuid RETURNING id`),
           (rows) => rows.length === 1
+        ),
+      deleteExpiredFiles: (now) =>
+        Effect.map(
+          orUnavailable(sql<{ id: string }>`DELETE FROM batch_files f
+            WHERE f.expires_at <= ${now}
+              AND NOT EXISTS (SELECT 1 FROM batches b WHERE b.input_file_id = f.id
+                AND b.status IN ('validating', 'in_progress', 'finalizing', 'cancelling'))
+            RETURNING f.id`),
+          (rows) => rows.length
         ),
       load,
       append,

@@ -65,7 +65,7 @@ export const runLine = (
     const holdId = lineHoldId(state.batchId, input.line)
     const base = { line: input.line, customId: input.customId, requestId }
     const endpoint = state.endpoint as LineEndpoint
-    const planned = yield* Effect.result(planLine(services, endpoint, key, input.body, requestId))
+    const planned = yield* planLine(services, endpoint, key, input.body, requestId)
     if (planned._tag === "Failure") {
       const { status, code, message } = planned.failure
       return yield* commits.finish(failed(base, null, status, { code, message }), { _tag: "None" })

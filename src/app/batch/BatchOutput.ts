@@ -19,8 +19,7 @@ export const lineHoldId = (batchId: string, line: number): string => {
 export const lineHoldIds = (batchId: string, lines: number): ReadonlyArray<string> =>
   Array.from({ length: lines }, (_, line) => lineHoldId(batchId, line))
 
-/** The request id of a line: its hold's, its usage record's and its output line's, so the three join. */
-export const lineRequestId = (batchId: string, line: number): string => `${batchId}/${line}`
+export { lineRequestId } from "../../domain/batch/ExpiredLines.ts"
 
 const jsonLine = (batchId: string, result: LineResult) =>
   JSON.stringify({

@@ -20,6 +20,7 @@ import {
   type LineResult,
   pendingLines
 } from "../../domain/batch/BatchJob.ts"
+import { expiredLine, linesAtEnd } from "../../domain/batch/ExpiredLines.ts"
 import { randomUUID } from "node:crypto"
 import { formatMicros } from "../../domain/Money.ts"
 import type { AuthenticatedKey, Keys } from "../Keys.ts"
@@ -41,6 +42,8 @@ export interface BatchWorkerOptions {
   readonly chunk: number
   /** Batches one instance advances per round. */
   readonly batchesPerRound: number
+  /** How often a round also deletes expired files (docs/api/batches.md#retention): a query, at most this often. */
+  readonly fileSweepMillis: number
 }
 
 export const defaultBatchWorkerOptions: BatchWorkerOptions = {
@@ -49,12 +52,15 @@ export const defaultBatchWorkerOptions: BatchWorkerOptions = {
   leaseMillis: 120_000,
   concurrency: 4,
   chunk: 32,
-  batchesPerRound: 2
+  batchesPerRound: 2,
+  fileSweepMillis: 3_600_000
 }
 
 export interface RoundReport {
   readonly claimed: number
   readonly ended: number
+  /** Files the round's retention sweep deleted (0 when none was due). */
+  readonly expiredFiles: number
 }
 
 export interface WorkerContext {
@@ -68,7 +74,24 @@ export interface WorkerContext {
   readonly lineFinished: (endpoint: string, result: LineResult) => void
   /** Told once a batch has ended, by this worker's commit (its alert: BatchEndedAlert.ts). */
   readonly ended: (state: BatchState) => Effect.Effect<void>
+  /** When a file written at `at` expires: `afterSeconds` after, or the operator's retention after (FileRetention.ts). */
+  readonly fileExpiry: (at: Date, afterSeconds?: number) => Date | null
 }
+
+/** The result of a line started and never finished when its batch ends `ending`. */
+const cutLine = (state: BatchState, line: number, holdId: string, ending: BatchEnding): LineResult =>
+  ending === "expired"
+    ? expiredLine(state, line, holdId)
+    : {
+        line,
+        customId: state.customIds[line] ?? "",
+        outcome: "cancelled",
+        holdId,
+        cost: formatMicros(0n),
+        requestId: lineRequestId(state.batchId, line),
+        response: null,
+        error: { code: `batch_${ending}`, message: `the batch was ${ending} before this request finished` }
+      }
 
 export const makeBatchWorker = (context: WorkerContext) =>
   Effect.gen(function* () {
@@ -82,22 +105,16 @@ export const makeBatchWorker = (context: WorkerContext) =>
       lineFinished: context.lineFinished
     })
 
-    /** Releases the holds of lines started and never finished (their result: `cancelled`), then ends the batch. */
+    /**
+     * Releases the holds of lines started and never finished (their result: `cancelled`, or `expired` past the
+     * window), then ends the batch; an expired batch's lines never started are expired by its ending (ExpiredLines.ts).
+     */
     const end = (state: BatchState, ending: BatchEnding, message: string | null) =>
       Effect.gen(function* () {
         const lock = yield* Semaphore.make(1)
         for (const [line, holdId] of state.started) {
           if (state.lines.has(line)) continue
-          const result: LineResult = {
-            line,
-            customId: state.customIds[line] ?? "",
-            outcome: "cancelled",
-            holdId,
-            cost: formatMicros(0n),
-            requestId: lineRequestId(state.batchId, line),
-            response: null,
-            error: { code: `batch_${ending}`, message: `the batch was ${ending} before this request finished` }
-          }
+          const result = cutLine(state, line, holdId, ending)
           const reason = ending === "cancelled" ? "cancelled" : ending === "expired" ? "expired" : "failed"
           yield* finish(state.batchId, lock)(result, { _tag: "Release", holdId, reason })
         }
@@ -107,14 +124,15 @@ export const makeBatchWorker = (context: WorkerContext) =>
           (iso) => ({ type: "End", ending, outputFileId: null, errorFileId: null, message, at: iso }),
           (latest) => {
             // A message batch's results are read from its lines (app/batch/MessageBatches.ts), not from files.
-            const files = latest.endpoint === MESSAGES_ENDPOINT ? {} : renderOutput(latest)
+            const files = latest.endpoint === MESSAGES_ENDPOINT ? {} : renderOutput(linesAtEnd(latest, ending))
             const file = (suffix: string, content: string): NewFile => ({
               id: `file-${randomUUID().replaceAll("-", "")}`,
               accountId: latest.accountId,
               purpose: "batch_output",
               filename: `${latest.batchId}_${suffix}.jsonl`,
               content,
-              at
+              at,
+              expiresAt: context.fileExpiry(at, latest.outputExpiresAfterSeconds ?? undefined)
             })
             const output = files.output === undefined ? undefined : file("output", files.output)
             const errors = files.errors === undefined ? undefined : file("error", files.errors)
@@ -225,6 +243,17 @@ export const makeBatchWorker = (context: WorkerContext) =>
         return false
       })
 
+    /** Deletes expired files once `fileSweepMillis` has passed since the last sweep (on this instance). */
+    let nextSweep = 0
+    const sweepFiles = Effect.gen(function* () {
+      const nowMs = yield* Clock.currentTimeMillis
+      if (nowMs < nextSweep) return 0
+      const deleted = yield* store.deleteExpiredFiles(new Date(nowMs))
+      nextSweep = nowMs + options.fileSweepMillis
+      if (deleted > 0) yield* Effect.logInfo("expired batch files deleted").pipe(Effect.annotateLogs({ n: deleted }))
+      return deleted
+    })
+
     const runDue = Effect.gen(function* () {
       const nowMs = yield* Clock.currentTimeMillis
       const claimed = yield* store.claimDue(
@@ -234,7 +263,9 @@ export const makeBatchWorker = (context: WorkerContext) =>
         options.batchesPerRound
       )
       const ended = yield* Effect.forEach(claimed, advance, { concurrency: "unbounded" })
-      return { claimed: claimed.length, ended: ended.filter(Boolean).length } satisfies RoundReport
+      // After the round's batches: a batch that just ended no longer keeps its input file.
+      const expiredFiles = yield* sweepFiles
+      return { claimed: claimed.length, ended: ended.filter(Boolean).length, expiredFiles } satisfies RoundReport
     }).pipe(Effect.withSpan("Batches.runDue"))
 
     if (options.enabled) {

@@ -33,12 +33,16 @@ import {
 import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
 import { TokenCounter } from "../ports/TokenCounter.ts"
+import { ConversationStore } from "../ports/ConversationStore.ts"
+import { OperatorConfig } from "../OperatorConfig.ts"
+import { makeTurnBuilder } from "../responses/TurnBuilder.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
 import { BatchInvalid, BatchNotCancellable, BatchNotDeletable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
 import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
 import { alertWhenEnded } from "./BatchEndedAlert.ts"
 import { type LineTally, makeLineTallies } from "./BatchLineTally.ts"
+import { fileExpiryFor, isExpired } from "./FileRetention.ts"
 import { type LineServices, planLine } from "./LinePlans.ts"
 
 export { type BatchWorkerOptions, defaultBatchWorkerOptions } from "./BatchWorker.ts"
@@ -53,6 +57,8 @@ export interface SubmitBatch {
   readonly completionWindow: string
   readonly metadata: Readonly<Record<string, string>> | null
   readonly requestId: string
+  /** OpenAI's `output_expires_after.seconds`: how long its output and error files are kept (null: the operator's). */
+  readonly outputExpiresAfterSeconds?: number | null
 }
 
 /** Anthropic's Message Batches: each request's `params` is a Messages API body (app/batch/MessageBatches.ts). */
@@ -62,15 +68,20 @@ export interface SubmitMessages {
   readonly requestId: string
 }
 
+/** An upload; `expiresAfterSeconds` is the client's own retention (OpenAI's `expires_after`), else the operator's. */
+export interface NewUpload {
+  readonly purpose: string
+  readonly filename: string
+  readonly content: string
+  readonly expiresAfterSeconds?: number | undefined
+}
+
 type Paged<A> = { readonly rows: ReadonlyArray<A>; readonly hasMore: boolean }
 
 export class Batches extends Context.Service<
   Batches,
   {
-    readonly createFile: (
-      accountId: string,
-      file: { readonly purpose: string; readonly filename: string; readonly content: string }
-    ) => Effect.Effect<FileRow, StoreUnavailable>
+    readonly createFile: (accountId: string, file: NewUpload) => Effect.Effect<FileRow, StoreUnavailable>
     readonly getFile: (accountId: string, id: string) => Effect.Effect<FileRow, FileNotFound | StoreUnavailable>
     readonly fileContent: (accountId: string, id: string) => Effect.Effect<string, FileNotFound | StoreUnavailable>
     readonly listFiles: (
@@ -114,7 +125,11 @@ export class Batches extends Context.Service<
         const held = yield* heldCallServices
         const dialects = yield* ChatDialects
         const responses = yield* ResponseStore
-        const services: LineServices = { ...held, dialects, responses, tokens: yield* TokenCounter }
+        const config = yield* OperatorConfig
+        const conversations = yield* ConversationStore
+        const turns = makeTurnBuilder({ store: responses, conversations, dialect: dialects.responses, config })
+        const fileExpiry = fileExpiryFor(config)
+        const services: LineServices = { ...held, dialects, responses, tokens: yield* TokenCounter, turns }
         const kicks = yield* Queue.sliding<void>(1)
         const workerId = `batch-worker-${randomUUID()}`
         const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -128,10 +143,10 @@ export class Batches extends Context.Service<
           hasMore: rows.length > limit
         })
 
-        // A message batch's requests are kept as a file of its own, not one of the client's files.
+        // Not one of the client's files: a message batch's requests (its own file), or an expired file.
         const getFile = (accountId: string, id: string) =>
-          Effect.flatMap(store.findFile(accountId, id), (row) =>
-            row === undefined || row.purpose === MESSAGE_BATCH_PURPOSE
+          Effect.flatMap(Effect.zip(store.findFile(accountId, id), now), ([row, at]) =>
+            row === undefined || row.purpose === MESSAGE_BATCH_PURPOSE || isExpired(row, at)
               ? Effect.fail(new FileNotFound({ fileId: id }))
               : Effect.succeed(row)
           )
@@ -155,7 +170,7 @@ export class Batches extends Context.Service<
           }
           const fileLines = fileLineNumbers(content)
           for (const line of read) {
-            const planned = yield* Effect.result(planLine(services, endpoint, input.key, line.body, input.requestId))
+            const planned = yield* planLine(services, endpoint, input.key, line.body, input.requestId)
             if (planned._tag === "Success") continue
             const at = fileLines[line.line] ?? line.line + 1
             const field = `body.${planned.failure.param ?? "model"}`
@@ -172,7 +187,7 @@ export class Batches extends Context.Service<
         const submit = Effect.fnUntraced(function* (input: SubmitBatch) {
           const endpoint = input.endpoint
           if (!isBatchEndpoint(endpoint)) {
-            const message = `endpoint: '${endpoint}' is not available for batches; use ${BATCH_ENDPOINTS.join(" or ")}`
+            const message = `endpoint: '${endpoint}' is not available for batches; use one of ${BATCH_ENDPOINTS.join(", ")}`
             return yield* new BatchInvalid({ message, param: "endpoint", line: null, code: "invalid_value" })
           }
           if (input.completionWindow !== COMPLETION_WINDOW) {
@@ -217,7 +232,8 @@ export class Batches extends Context.Service<
               metadata: input.metadata,
               requestId: input.requestId,
               expiresAt: new Date(at.getTime() + WINDOW_MILLIS).toISOString(),
-              at: at.toISOString()
+              at: at.toISOString(),
+              outputExpiresAfterSeconds: input.outputExpiresAfterSeconds ?? null
             }
           }
           const next = evolve(undefined, event) as BatchState
@@ -235,9 +251,7 @@ export class Batches extends Context.Service<
          */
         const submitMessages = Effect.fnUntraced(function* (input: SubmitMessages) {
           for (const [index, request] of input.requests.entries()) {
-            const planned = yield* Effect.result(
-              planLine(services, MESSAGES_ENDPOINT, input.key, request.params, input.requestId)
-            )
+            const planned = yield* planLine(services, MESSAGES_ENDPOINT, input.key, request.params, input.requestId)
             if (planned._tag === "Success") continue
             const field = `requests.${index}.params.${planned.failure.param ?? "model"}`
             return yield* new BatchInvalid({
@@ -259,7 +273,9 @@ export class Batches extends Context.Service<
               purpose: MESSAGE_BATCH_PURPOSE,
               filename: "requests.jsonl",
               content,
-              at
+              at,
+              // The gateway's own copy of the requests: it goes with its batch (deleted with it), not by age.
+              expiresAt: null
             }
           ]
           const batch = { ...input, endpoint: MESSAGES_ENDPOINT, inputFileId, completionWindow: COMPLETION_WINDOW }
@@ -287,13 +303,16 @@ export class Batches extends Context.Service<
           kicks,
           keys: yield* Keys,
           lineFinished: tallies.count,
-          ended: alertWhenEnded(store, yield* Alerts)
+          ended: alertWhenEnded(store, yield* Alerts),
+          fileExpiry
         })
 
         return Batches.of({
           createFile: Effect.fnUntraced(function* (accountId, file) {
             const id = `file-${randomUUID().replaceAll("-", "")}`
-            yield* store.createFile({ id, accountId, ...file, at: yield* now })
+            const { expiresAfterSeconds, ...upload } = file
+            const at = yield* now
+            yield* store.createFile({ id, accountId, ...upload, at, expiresAt: fileExpiry(at, expiresAfterSeconds) })
             return yield* Effect.map(store.findFile(accountId, id), (row) => row as FileRow)
           }),
           getFile,
@@ -302,7 +321,10 @@ export class Batches extends Context.Service<
               text === undefined ? Effect.fail(new FileNotFound({ fileId: id })) : Effect.succeed(text)
             ),
           listFiles: (accountId, page) =>
-            Effect.map(store.listFiles(accountId, page), (rows) => paged(rows, page.limit)),
+            Effect.map(
+              Effect.flatMap(now, (at) => store.listFiles(accountId, { ...page, now: at })),
+              (rows) => paged(rows, page.limit)
+            ),
           deleteFile: (accountId, id) =>
             Effect.flatMap(Effect.andThen(getFile(accountId, id), store.deleteFile(accountId, id)), (deleted) =>
               deleted ? Effect.void : Effect.fail(new FileNotFound({ fileId: id }))

@@ -1,11 +1,13 @@
 /**
  * What a batch line is on its endpoint, planned exactly as the interactive call plans it: the model for the key, the
  * body read the endpoint's way, the estimate (at batch prices) — and the call, which answers the body the client would
- * have had and its price. Chat lines (OpenAI's chat format, or Anthropic's Messages for a message batch) go through `app/ChatPlan.ts`, the deployments' routing and `app/ChatJsonReply.ts`;
+ * have had and its price. Chat lines (OpenAI's chat format, the Responses API's, or Anthropic's Messages for a message
+ * batch) go through `app/ChatPlan.ts`, the deployments' routing and `app/ChatJsonReply.ts`;
  * embeddings lines through `app/EmbeddingsBody.ts` and the plugin's `embed`, as `app/EmbeddingsGateway.ts` calls it.
  * Submit uses the plan to refuse a line; the worker plans again and runs it.
  */
-import { Clock, Effect, Exit } from "effect"
+import { Clock, Effect, Exit, Result } from "effect"
+import { randomUUID } from "node:crypto"
 import { type LineEndpoint, MESSAGES_ENDPOINT } from "../../domain/batch/BatchInput.ts"
 import type { RefundReason } from "../../domain/ledger/LedgerEvent.ts"
 import type { Micros } from "../../domain/Money.ts"
@@ -19,13 +21,19 @@ import type { AuthenticatedKey } from "../Keys.ts"
 import type { ChatDialects } from "../ports/ChatDialects.ts"
 import type { ResponseStore } from "../ports/ResponseStore.ts"
 import type { TokenCounter } from "../ports/TokenCounter.ts"
+import type { makeTurnBuilder } from "../responses/TurnBuilder.ts"
+import type { StoreUnavailable } from "../StoreErrors.ts"
 import { statusOfFailure } from "../FailureStatus.ts"
 import { batchPriced } from "./BatchPricing.ts"
+
+type TurnBuilder = ReturnType<typeof makeTurnBuilder>
 
 export interface LineServices extends HeldCallServices {
   readonly dialects: ChatDialects["Service"]
   readonly responses: ResponseStore["Service"]
   readonly tokens: TokenCounter["Service"]
+  /** The Responses API's turn builder (app/responses/TurnBuilder.ts), as `POST /v1/responses` builds its turns. */
+  readonly turns: TurnBuilder
 }
 
 /** Why a line cannot run at all, before anything is held; `param` is the body's field. */
@@ -101,11 +109,12 @@ const chatPlan = (
   services: LineServices,
   dialect: ChatInput["dialect"],
   key: AuthenticatedKey,
-  body: Record<string, unknown>,
-  requestId: string
+  body: Readonly<Record<string, unknown>>,
+  requestId: string,
+  turn: Pick<ChatInput, "request" | "responseId"> = {}
 ) =>
   Effect.gen(function* () {
-    const chat: ChatInput = { dialect, body, key, requestId }
+    const chat: ChatInput = { dialect, body, key, requestId, ...turn }
     const planned = yield* planChat(services.registry, services.dialects, chat).pipe(Effect.mapError(refused))
     const plan = { ...planned, model: batchPriced(planned.model) }
     const run = Effect.gen(function* () {
@@ -185,14 +194,65 @@ const embeddingsPlan = (
     return { modelId: read.model, pluginId: plugin.id, amount, run } satisfies LinePlan
   })
 
-/** The line's plan on `endpoint`, or why it cannot run. */
+/** A problem the endpoint reports as `param: detail`, as a refusal naming the field once. */
+const fieldRefusal = (found: { readonly param: string; readonly message: string }): PlanRefusal => ({
+  status: 400,
+  code: "invalid_request",
+  message: found.message.startsWith(`${found.param}: `) ? found.message.slice(found.param.length + 2) : found.message,
+  param: found.param === "" ? null : found.param
+})
+
+/** Fields of a Responses request that need the gateway to keep state for the line, which a batch line has not. */
+const NOT_IN_A_BATCH: ReadonlyArray<readonly [string, string]> = [
+  ["background", "a batch line runs in the batch; background is not available"],
+  ["conversation", "a batch line's response is not stored, so it cannot be added to a conversation"]
+]
+
+/**
+ * A Responses line: checked and built into a turn as `POST /v1/responses` does (its field checks, the history of a
+ * `previous_response_id`, the items it references), then run as a non-streamed call that is not stored: the Response
+ * object says `store: false`, whatever the line asked, since no later call can retrieve or continue it.
+ */
+const responsesPlan = (
+  services: LineServices,
+  key: AuthenticatedKey,
+  body: Record<string, unknown>,
+  requestId: string
+) =>
+  Effect.gen(function* () {
+    const found = services.dialects.responses.check?.(body)
+    if (found !== undefined) return yield* Effect.fail(fieldRefusal(found))
+    for (const [param, message] of NOT_IN_A_BATCH) {
+      if (body[param] !== undefined && body[param] !== null && body[param] !== false) {
+        return yield* Effect.fail<PlanRefusal>({ status: 400, code: "invalid_request", message, param })
+      }
+    }
+    const turn = yield* services
+      .turns(key, body)
+      .pipe(Effect.catchTag("InvalidChatRequest", (e) => Effect.fail(refused(e))))
+    const responseId = `resp_${randomUUID().replaceAll("-", "")}`
+    return yield* chatPlan(services, "responses", key, { ...turn.body, store: false }, requestId, {
+      request: turn.request,
+      responseId
+    })
+  })
+
+/** The line's plan on `endpoint`, or why it cannot run; fails only when the store cannot be read. */
 export const planLine = (
   services: LineServices,
   endpoint: LineEndpoint,
   key: AuthenticatedKey,
   body: Record<string, unknown>,
   requestId: string
-): Effect.Effect<LinePlan, PlanRefusal> =>
-  endpoint === "/v1/embeddings"
-    ? embeddingsPlan(services, key, body, requestId)
-    : chatPlan(services, endpoint === MESSAGES_ENDPOINT ? "anthropic" : "openai", key, body, requestId)
+): Effect.Effect<Result.Result<LinePlan, PlanRefusal>, StoreUnavailable> => {
+  const planned: Effect.Effect<LinePlan, PlanRefusal | StoreUnavailable> =
+    endpoint === "/v1/embeddings"
+      ? embeddingsPlan(services, key, body, requestId)
+      : endpoint === "/v1/responses"
+        ? responsesPlan(services, key, body, requestId)
+        : chatPlan(services, endpoint === MESSAGES_ENDPOINT ? "anthropic" : "openai", key, body, requestId)
+  return planned.pipe(
+    Effect.map((plan) => Result.succeed<LinePlan>(plan)),
+    Effect.catch((error) => ("_tag" in error ? Effect.fail(error) : Effect.succeed(Result.fail<PlanRefusal>(error))))
+  )
+}

@@ -92,4 +92,6 @@ export interface OperatorConfigData {
   readonly routing?: RoutingConfig | undefined
   /** Stored Responses API responses: kept this many days (30 when absent), then deleted. */
   readonly responses?: { readonly retentionDays: number }
+  /** Batch files (`/v1/files`, and the output and error files batches write): kept this many days (30 when absent). */
+  readonly files?: { readonly retentionDays: number }
 }

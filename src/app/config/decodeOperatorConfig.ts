@@ -24,7 +24,9 @@ export const OperatorConfigDefaults = {
   videoPollIntervalMs: 5_000,
   videoDeadlineMinutes: 30,
   videoRetentionDays: 7,
-  responsesRetentionDays: 30
+  responsesRetentionDays: 30,
+  // OpenAI's own default for batch files (its `FileExpirationAfter`: files of purpose `batch` expire after 30 days).
+  filesRetentionDays: 30
 } as const
 
 export interface DecodeOptions {
@@ -58,6 +60,7 @@ export const decodeOperatorConfig = (
     "ledger",
     "video",
     "responses",
+    "files",
     "rateLimits",
     "routing",
     "alerts"
@@ -74,6 +77,7 @@ export const decodeOperatorConfig = (
   const ledger = input.object(root.ledger, "ledger", ["holdTtlSeconds"], false) ?? {}
   const video = input.object(root.video, "video", ["pollIntervalMs", "deadlineMinutes", "retentionDays"], false) ?? {}
   const responses = input.object(root.responses, "responses", ["retentionDays"], false) ?? {}
+  const files = input.object(root.files, "files", ["retentionDays"], false) ?? {}
   const rateLimits = input.object(root.rateLimits, "rateLimits", ["rpm", "tpm", "concurrency"], false) ?? {}
   // A default limit is optional: absent (or null) means none of that kind for keys without their own.
   const limit = (name: "rpm" | "tpm" | "concurrency"): number | null =>
@@ -117,6 +121,13 @@ export const decodeOperatorConfig = (
         responses.retentionDays,
         "responses.retentionDays",
         OperatorConfigDefaults.responsesRetentionDays
+      )
+    },
+    files: {
+      retentionDays: input.positiveInt(
+        files.retentionDays,
+        "files.retentionDays",
+        OperatorConfigDefaults.filesRetentionDays
       )
     }
   }

@@ -16,6 +16,8 @@ export interface FileRow {
   readonly filename: string
   readonly bytes: number
   readonly created_at: Date
+  /** When the retention sweep deletes it; null: kept until deleted. */
+  readonly expires_at: Date | null
 }
 
 export interface NewFile {
@@ -25,6 +27,7 @@ export interface NewFile {
   readonly filename: string
   readonly content: string
   readonly at: Date
+  readonly expiresAt: Date | null
 }
 
 /** One batch as clients see it. */
@@ -86,13 +89,15 @@ export class BatchStore extends Context.Service<
     readonly createFile: (file: NewFile) => Effect.Effect<void, StoreUnavailable>
     readonly findFile: (accountId: string, fileId: string) => Effect.Effect<FileRow | undefined, StoreUnavailable>
     readonly fileContent: (accountId: string, fileId: string) => Effect.Effect<string | undefined, StoreUnavailable>
-    /** A page of an account's files, newest first, one row more than `limit`; `purpose` filters. */
+    /** A page of an account's files not expired at `now`, newest first, one row more than `limit`; `purpose` filters. */
     readonly listFiles: (
       accountId: string,
-      page: Page & { readonly purpose: string | undefined }
+      page: Page & { readonly purpose: string | undefined; readonly now: Date }
     ) => Effect.Effect<ReadonlyArray<FileRow>, StoreUnavailable>
     /** Deletes a file; false when the account has no such file. */
     readonly deleteFile: (accountId: string, fileId: string) => Effect.Effect<boolean, StoreUnavailable>
+    /** Deletes every file expired at `now` but the input file of a batch still running; how many went. */
+    readonly deleteExpiredFiles: (now: Date) => Effect.Effect<number, StoreUnavailable>
     readonly load: (batchId: string) => Effect.Effect<BatchState | undefined, StoreUnavailable>
     /**
      * Appends `events` at `state`'s version (a new stream when `state` is undefined), writes the read model of `next`

@@ -17,6 +17,11 @@ export interface ChatDialect {
   readonly dialect: Dialect
   /** The endpoint a client of this protocol called, as wrong-endpoint errors name it. */
   readonly called: (model: string, stream: boolean) => string
+  /**
+   * Optional: what the endpoint refuses in a body before reading it (the Responses API's field checks), as it refuses
+   * it; a batch line for the endpoint is checked with it too. `message` starts with `param`.
+   */
+  readonly check?: (body: Readonly<Record<string, unknown>>) => DialectProblem | undefined
   /** The client's body in the chat IR; Gemini carries the model and streaming in the URL. */
   readonly decode: (
     body: Readonly<Record<string, unknown>>,

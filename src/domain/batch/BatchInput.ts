@@ -9,7 +9,7 @@ import { Result } from "effect"
 export const MAX_BATCH_LINES = 50_000
 
 /** The endpoints a batch can run today. */
-export const BATCH_ENDPOINTS = ["/v1/chat/completions", "/v1/embeddings"] as const
+export const BATCH_ENDPOINTS = ["/v1/chat/completions", "/v1/embeddings", "/v1/responses"] as const
 
 export type BatchEndpoint = (typeof BATCH_ENDPOINTS)[number]
 

@@ -8,6 +8,7 @@
  * many workers race for it or however often a worker restarts.
  */
 import { parseDecimal } from "../Money.ts"
+import { linesAtEnd } from "./ExpiredLines.ts"
 
 export const batchStream = (batchId: string): string => `batch-${batchId}`
 
@@ -24,8 +25,8 @@ export type BatchStatus =
 /** How a batch ended. */
 export type BatchEnding = "completed" | "failed" | "expired" | "cancelled"
 
-/** How one line ended: answered (whatever the status code), refused before any answer, or cut by a cancellation. */
-export type LineOutcome = "succeeded" | "failed" | "cancelled"
+/** How one line ended: answered (any status), refused before an answer, cut by a cancellation, or never run in time. */
+export type LineOutcome = "succeeded" | "failed" | "cancelled" | "expired"
 
 /** The caller's key as it was at submit: each line runs with its model list and spend limit. */
 export interface BatchKey {
@@ -64,6 +65,7 @@ export interface BatchSubmitted {
     readonly requestId: string | null
     readonly expiresAt: string
     readonly at: string
+    readonly outputExpiresAfterSeconds?: number | null // OpenAI's `output_expires_after.seconds`; absent: the operator's
   }
 }
 
@@ -133,10 +135,11 @@ export interface BatchState {
   readonly customIds: ReadonlyArray<string>
   readonly metadata: Readonly<Record<string, string>> | null
   readonly requestId: string | null
+  /** How long its output and error files are kept (null: the operator's retention). */
+  readonly outputExpiresAfterSeconds: number | null
   readonly status: BatchStatus
   /** The hold of every line started (its hold placed), by line number. */
   readonly started: ReadonlyMap<number, string>
-  /** Finished lines by line number. */
   readonly lines: ReadonlyMap<number, LineResult>
   readonly succeeded: number
   readonly failed: number
@@ -179,6 +182,7 @@ export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchS
       customIds: d.customIds,
       metadata: d.metadata,
       requestId: d.requestId,
+      outputExpiresAfterSeconds: d.outputExpiresAfterSeconds ?? null,
       status: "validating",
       started: new Map(),
       lines: new Map(),
@@ -223,13 +227,10 @@ export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchS
       return enter("finalizing")
     case "BatchDeleted":
       return { ...next, deleted: true }
-    case "BatchEnded":
-      return {
-        ...enter(event.data.ending),
-        outputFileId: event.data.outputFileId,
-        errorFileId: event.data.errorFileId,
-        message: event.data.message
-      }
+    case "BatchEnded": {
+      const { ending, outputFileId, errorFileId, message } = event.data
+      return linesAtEnd({ ...enter(ending), outputFileId, errorFileId, message }, ending)
+    }
   }
 }
 

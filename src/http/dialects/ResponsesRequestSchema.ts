@@ -12,6 +12,7 @@ import {
   byType,
   type Check,
   either,
+  type FieldProblem,
   int,
   isRecord,
   nullable,
@@ -226,6 +227,22 @@ export const createResponseFields: Readonly<Record<string, Check>> = {
 const creating = object(createResponseFields, ["model"])
 const counting = object(createResponseFields)
 export const createResponse = (forCounting: boolean): Check => (forCounting ? counting : creating)
+
+/**
+ * What `POST /v1/responses` (or, `counting`, its `input_tokens`) refuses before anything else: the fields against
+ * OpenAI's `CreateResponse`, and a missing `input`. A batch line of the Responses endpoint is checked with it too.
+ */
+export const responsesBodyProblem = (
+  body: Readonly<Record<string, unknown>>,
+  counting: boolean
+): FieldProblem | undefined => {
+  const found = createResponse(counting)(body, "")
+  if (found !== undefined) return found
+  if ((body.input === undefined || body.input === null) && (!counting || body.previous_response_id === undefined)) {
+    return { param: "input", message: "input: Missing required parameter: 'input'." }
+  }
+  return undefined
+}
 
 /** `POST /v1/conversations`. */
 export const createConversation: Check = object({ items: nullable(arrayOf(boundedItem, { max: 20 })), metadata })

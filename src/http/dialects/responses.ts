@@ -15,6 +15,7 @@ import {
   withoutEncrypted
 } from "../../plugins/text/convert/responsesResponse.ts"
 import { isRecord } from "../../plugins/text/convert/json.ts"
+import { responsesBodyProblem } from "./ResponsesRequestSchema.ts"
 import { countTally, problem } from "./shared.ts"
 
 const TERMINAL = new Set(["completed", "incomplete", "failed", "cancelled"])
@@ -51,6 +52,7 @@ const present = (value: Readonly<Record<string, unknown>>, context: ReplyContext
 export const responses: ChatDialect = {
   dialect: "responses",
   called: () => "POST /v1/responses",
+  check: (body) => responsesBodyProblem(body, false),
   decode: (body) => Result.mapError(responsesRequestToIR(body), problem),
   countInput: (body) =>
     countTally(

@@ -5,6 +5,7 @@
  */
 import OpenAI, { toFile } from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { formatMicros } from "../../../src/domain/Money.ts"
 import type { TestGateway } from "../../support/TestGateway.ts"
 import type { Admin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, type BatchGateway, ceilPerMillion, micros, startBatchGateway } from "./BatchHarness.ts"
@@ -61,6 +62,8 @@ describe("batches on the OpenAI surface", () => {
       purpose: "batch"
     })
     expect(file).toMatchObject({ object: "file", purpose: "batch", filename: "in.jsonl" })
+    // Kept 30 days (the operator's default retention, OpenAI's for batch files), unless the upload says otherwise.
+    expect(file.expires_at).toBe(file.created_at + 30 * 86_400)
     expect((await openai.files.retrieve(file.id)).bytes).toBe(Buffer.byteLength(jsonl(lines)))
 
     const created = await openai.batches.create({
@@ -166,10 +169,22 @@ describe("batches on the OpenAI surface", () => {
     const created = await openai.batches.create({
       input_file_id: file.id,
       endpoint: "/v1/embeddings",
-      completion_window: "24h"
+      completion_window: "24h",
+      output_expires_after: { anchor: "created_at", seconds: 7_200 }
     })
     const batch = await waitFor(openai, created.id, (status) => status === "completed")
     expect(batch.request_counts).toEqual({ total: 4, completed: 4, failed: 0 })
+    // Its output file is kept the two hours the batch asked for, from when it was written.
+    const written = await openai.files.retrieve(batch.output_file_id as string)
+    expect(written.expires_at).toBe(written.created_at + 7_200)
+    await expect(
+      openai.batches.create({
+        input_file_id: file.id,
+        endpoint: "/v1/embeddings",
+        completion_window: "24h",
+        output_expires_after: { anchor: "created_at", seconds: 9_999_999 }
+      })
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("output_expires_after.seconds") })
     const output = (await (await openai.files.content(batch.output_file_id as string)).text())
       .trim()
       .split("\n")
@@ -192,6 +207,92 @@ describe("batches on the OpenAI surface", () => {
       expect(charge?.status).toBe("settled")
       expect(micros(charge?.cost ?? "")).toBe(expected)
       total += expected
+    }
+    const balance = await admin.balance(customer.accountId)
+    expect(balance.held).toBe("0.000000")
+    expect(micros(balance.captured)).toBe(total)
+  }, 30_000)
+
+  it("runs Responses lines as /v1/responses answers them, not stored, billed at batch prices line by line", async () => {
+    const customer = await admin.customer({ deposit: "10" })
+    const openai = client(customer.key)
+    const line = (customId: string, body: Record<string, unknown>) => ({
+      custom_id: customId,
+      method: "POST",
+      url: "/v1/responses",
+      body: { max_output_tokens: 64, ...body }
+    })
+    const models = ["sim-openai", "sim-anthropic", "sim-gemini"]
+    const lines = models.map((model, i) =>
+      line(`resp-${i}`, { model, input: `Say something short about ${i}.`, instructions: "Be brief.", store: true })
+    )
+    const upload = async (rows: ReadonlyArray<unknown>) =>
+      openai.files.create({ file: await toFile(Buffer.from(jsonl(rows)), "resp.jsonl"), purpose: "batch" })
+    const submit = async (rows: ReadonlyArray<unknown>) =>
+      openai.batches.create({
+        input_file_id: (await upload(rows)).id,
+        endpoint: "/v1/responses",
+        completion_window: "24h"
+      })
+    // Checked as POST /v1/responses checks its body, the first problem naming the file line and the field.
+    const first = lines[0] as object
+    await expect(submit([first, line("b", { model: "sim-openai" })])).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining("line 2: body.input: Missing required parameter")
+    })
+    await expect(submit([first, line("b", { model: "sim-openai", input: "x", temperature: 9 })])).rejects.toMatchObject(
+      {
+        status: 400,
+        message: expect.stringContaining("line 2: body.temperature")
+      }
+    )
+    await expect(
+      submit([first, line("b", { model: "sim-openai", input: "x", background: true })])
+    ).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining("line 2: body.background")
+    })
+    await expect(
+      submit([line("a", { model: "sim-openai", input: "x", previous_response_id: "resp_nope" })])
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("line 1: body.previous_response_id") })
+    expect((await ledgerOf(customer.accountId)).filter((entry) => entry.type === "HoldPlaced")).toHaveLength(0)
+
+    const created = await submit(lines)
+    expect(created.endpoint).toBe("/v1/responses")
+    const batch = await waitFor(openai, created.id, (status) => status === "completed")
+    expect(batch.request_counts).toEqual({ total: 3, completed: 3, failed: 0 })
+    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
+      .trim()
+      .split("\n")
+      .map((text) => JSON.parse(text))
+    const charges = (await (
+      await fetch(`${gateway.url}/v1/usage/requests?limit=1000`, {
+        headers: { authorization: `Bearer ${customer.key}` }
+      })
+    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string; model: string }> }
+    const ledger = await ledgerOf(customer.accountId)
+    let total = 0n
+    for (const [index, row] of output.entries()) {
+      expect(row.custom_id).toBe(`resp-${index}`)
+      expect(row.response.status_code).toBe(200)
+      const body = row.response.body
+      expect(body).toMatchObject({ object: "response", status: "completed", model: models[index], store: false })
+      expect(body.id).toMatch(/^resp_/)
+      expect(body.instructions).toBe("Be brief.")
+      expect(body.output.some((item: { type: string }) => item.type === "message")).toBe(true)
+      const prices = BATCH_PRICES[body.model] as { input: bigint; output: bigint }
+      const expected =
+        ceilPerMillion(body.usage.input_tokens, prices.input) + ceilPerMillion(body.usage.output_tokens, prices.output)
+      expect(expected).toBeGreaterThan(0n)
+      const charge = charges.data.find((c) => c.requestId === row.response.request_id)
+      expect(charge).toMatchObject({ status: "settled", model: body.model })
+      expect(micros(charge?.cost ?? "")).toBe(expected)
+      const hold = ledger.find((entry) => entry.type === "HoldPlaced" && entry.requestId === row.response.request_id)
+      const settled = ledger.filter((entry) => entry.type === "UsageRecalculated" && entry.holdId === hold?.holdId)
+      expect(settled.map((entry) => micros(String(entry.data.captured)))).toEqual([expected])
+      total += expected
+      // Not stored: no later call can retrieve it.
+      await expect(openai.responses.retrieve(body.id)).rejects.toMatchObject({ status: 404 })
     }
     const balance = await admin.balance(customer.accountId)
     expect(balance.held).toBe("0.000000")
@@ -239,6 +340,19 @@ describe("batches on the OpenAI surface", () => {
     await expect(
       openai.batches.create({ input_file_id: "file-nope", endpoint: "/v1/chat/completions", completion_window: "24h" })
     ).rejects.toMatchObject({ status: 404 })
+    const own = await openai.files.create({
+      file: await toFile(Buffer.from(jsonl([good])), "hour.jsonl"),
+      purpose: "batch",
+      expires_after: { anchor: "created_at", seconds: 3_600 }
+    })
+    expect(own.expires_at).toBe(own.created_at + 3_600)
+    await expect(
+      openai.files.create({
+        file: await toFile(Buffer.from(jsonl([good])), "minute.jsonl"),
+        purpose: "batch",
+        expires_after: { anchor: "created_at", seconds: 60 }
+      })
+    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("expires_after.seconds") })
     const ledger = await ledgerOf(customer.accountId)
     expect(ledger.filter((entry) => entry.type === "HoldPlaced")).toHaveLength(0)
     expect((await openai.batches.list()).data).toHaveLength(0)
@@ -320,6 +434,32 @@ describe("batches on the OpenAI surface", () => {
     const page = await openai.batches.list({ limit: 1 })
     expect(page.data.map((b) => b.id)).toEqual([created.id])
     expect(page.has_more).toBe(false)
+  }, 30_000)
+
+  it("shows each model's batch prices in /v1/models and /admin/models, as the lines are billed", async () => {
+    const customer = await admin.customer()
+    const listed = await client(customer.key).models.list()
+    const shown = (id: string) => listed.data.find((m) => m.id === id) as unknown as Record<string, unknown>
+    // Explicit batch keys replace input and output; they are not interactive prices.
+    expect(shown("sim-anthropic")).toMatchObject({
+      object: "model",
+      pricing: { input: "0.150000", output: "0.600000" },
+      batch_pricing: { input: "0.100000", output: "0.400000" }
+    })
+    expect(shown("sim-openai").batch_pricing).toEqual({ input: "0.075000", output: "0.300000" })
+    expect(shown("sim-embedding").batch_pricing).toEqual({ input: "0.010000" })
+    for (const [model, prices] of Object.entries(BATCH_PRICES)) {
+      expect(shown(model).batch_pricing).toEqual({
+        input: formatMicros(prices.input),
+        output: formatMicros(prices.output)
+      })
+    }
+    const catalog = await admin.call("GET", "/admin/models")
+    const entry = (catalog.body.data as ReadonlyArray<Record<string, unknown>>).find((m) => m.id === "sim-anthropic")
+    expect(entry).toMatchObject({
+      pricing: { input: "0.150000", output: "0.600000", batchInput: "0.100000", batchOutput: "0.400000" },
+      batchPricing: { input: "0.100000", output: "0.400000" }
+    })
   }, 30_000)
 
   it("replays: the batches rebuilt from their events match the live read model", async () => {
