@@ -17,7 +17,7 @@ import * as ProjectionVersions from "./adapters/store/ProjectionVersions.ts"
 import * as PgStatements from "./adapters/store/PgStatements.ts"
 import * as PgVideoTasks from "./adapters/store/PgVideoTasks.ts"
 import * as PgBatches from "./adapters/store/PgBatches.ts"
-import { Batches, type BatchWorkerOptions, defaultBatchWorkerOptions } from "./app/batch/Batches.ts"
+import { Batches, type BatchWorkerOptions } from "./app/batch/Batches.ts"
 import * as PgResponseStore from "./adapters/store/PgResponseStore.ts"
 import * as PgBackgroundResponses from "./adapters/store/PgBackgroundResponses.ts"
 import * as PgConversations from "./adapters/store/PgConversations.ts"
@@ -112,7 +112,10 @@ export interface AppOptions {
   readonly video?: Partial<VideoWorkerOptions> | undefined
   /** Background responses' worker: claim polling, lease and renewal times (tests shorten them). */
   readonly responses?: Partial<BackgroundOptions> | undefined
-  /** Batch worker knobs (tests shorten the poll and the lease, or turn the loop off and drive `runDue`). */
+  /**
+   * Batch worker knobs over the operator config's `batches:` (tests shorten the poll and the lease, or turn the loop
+   * off and drive `runDue`).
+   */
   readonly batches?: Partial<BatchWorkerOptions> | undefined
   /** Failed-authentication throttling per client address (limits, and which proxies may name the client). */
   readonly authThrottle?: Partial<AuthThrottleOptions> | undefined
@@ -249,7 +252,7 @@ export const servicesLayer = (options: AppOptions) => {
     ),
     Layer.provideMerge(chat)
   )
-  const batches = Batches.layerWith({ ...defaultBatchWorkerOptions, ...options.batches }).pipe(
+  const batches = Batches.layerWith(options.batches ?? {}).pipe(
     Layer.provide(Layer.merge(PgBatches.layer, PgResponseStore.layer))
   )
   return Layer.mergeAll(

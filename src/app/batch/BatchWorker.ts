@@ -9,6 +9,7 @@
  * releases the holds of lines a stopped run left pending, then ends with the files of the lines that did finish.
  */
 import { Clock, Duration, Effect, Queue, Semaphore } from "effect"
+import { type BatchesConfig, BatchesDefaults } from "../config/decodeBatches.ts"
 import { idlePollMillis } from "../IdlePoll.ts"
 import { type InputLine, MESSAGES_ENDPOINT, readBatchInput } from "../../domain/batch/BatchInput.ts"
 import {
@@ -41,16 +42,35 @@ export interface BatchWorkerOptions {
   readonly chunk: number
   /** Batches one instance advances per round. */
   readonly batchesPerRound: number
+  /** Percent of each deployment's and upstream's `maxConcurrency` that batch lines may take (app/routing). */
+  readonly deploymentSharePercent: number
 }
 
 export const defaultBatchWorkerOptions: BatchWorkerOptions = {
   enabled: true,
   pollMillis: 1_000,
-  leaseMillis: 120_000,
-  concurrency: 4,
+  leaseMillis: BatchesDefaults.leaseSeconds * 1000,
+  concurrency: BatchesDefaults.concurrency,
   chunk: 32,
-  batchesPerRound: 2
+  batchesPerRound: 2,
+  deploymentSharePercent: BatchesDefaults.deploymentSharePercent
 }
+
+/** The defaults, then the operator's `batches:` section, then what the composition root (or a test) sets. */
+export const workerOptions = (
+  config: BatchesConfig | undefined,
+  overrides: Partial<BatchWorkerOptions>
+): BatchWorkerOptions => ({
+  ...defaultBatchWorkerOptions,
+  ...(config === undefined
+    ? {}
+    : {
+        leaseMillis: config.leaseSeconds * 1000,
+        concurrency: config.concurrency,
+        deploymentSharePercent: config.deploymentSharePercent
+      }),
+  ...overrides
+})
 
 export interface RoundReport {
   readonly claimed: number

@@ -29,13 +29,14 @@ import {
   type NewFile,
   type Page
 } from "../ports/BatchStore.ts"
+import { OperatorConfig } from "../OperatorConfig.ts"
 import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
 import { TokenCounter } from "../ports/TokenCounter.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
 import { BatchInvalid, BatchNotCancellable, BatchNotDeletable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
-import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
+import { type BatchWorkerOptions, makeBatchWorker, type RoundReport, workerOptions } from "./BatchWorker.ts"
 import { type LineServices, planLine } from "./LinePlans.ts"
 
 export { type BatchWorkerOptions, defaultBatchWorkerOptions } from "./BatchWorker.ts"
@@ -101,10 +102,12 @@ export class Batches extends Context.Service<
     readonly workerId: string
   }
 >()("tollgate/app/batch/Batches") {
-  static readonly layerWith = (options: BatchWorkerOptions) =>
+  /** The worker's options: its defaults, then the operator config's `batches:`, then `overrides`. */
+  static readonly layerWith = (overrides: Partial<BatchWorkerOptions>) =>
     Layer.effect(
       Batches,
       Effect.gen(function* () {
+        const options = workerOptions((yield* OperatorConfig).batches, overrides)
         const store = yield* BatchStore
         const held = yield* heldCallServices
         const dialects = yield* ChatDialects
