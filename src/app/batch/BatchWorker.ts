@@ -252,11 +252,12 @@ export const makeBatchWorker = (context: WorkerContext) =>
         Effect.catch((error) => Effect.as(Effect.logWarning("batch worker round failed", error.message), undefined)),
         Effect.catchDefect((defect) => Effect.logError("batch worker round crashed", defect))
       )
-      // A batch submitted here, or a chunk just finished, wakes the loop at once; an idle one asks less often.
+      // A batch submitted here, or a chunk just finished, wakes the loop at once; an idle one asks less often. A
+      // failed round (the database gone) asks again soon: the batch it left is taken back at once (`claimDue`).
       const idle = idlePollMillis(options)
       yield* round.pipe(
         Effect.flatMap((report) =>
-          Effect.race(Effect.sleep(Duration.millis(report?.claimed ? options.pollMillis : idle)), Queue.take(kicks))
+          Effect.race(Effect.sleep(Duration.millis(report?.claimed !== 0 ? options.pollMillis : idle)), Queue.take(kicks))
         ),
         Effect.forever,
         Effect.forkScoped

@@ -98,7 +98,11 @@ export class BatchStore extends Context.Service<
      * that batch nearest it first (the caller reverses them).
      */
     readonly list: (accountId: string, page: BatchPage) => Effect.Effect<ReadonlyArray<BatchRow>, StoreUnavailable>
-    /** Takes up to `limit` unfinished batches whose lease is free, for `owner` until `until`. */
+    /**
+     * Takes up to `limit` unfinished batches whose lease is free, for `owner` until `until`. A lease `owner` holds
+     * already is free to it: its worker claims at the start of a round, when it runs no batch, so such a lease is one
+     * a failed round left behind (a commit the database did not take) and the batch is taken again at once.
+     */
     readonly claimDue: (
       owner: string,
       now: Date,
