@@ -257,7 +257,10 @@ export const makeBatchWorker = (context: WorkerContext) =>
       const idle = idlePollMillis(options)
       yield* round.pipe(
         Effect.flatMap((report) =>
-          Effect.race(Effect.sleep(Duration.millis(report?.claimed !== 0 ? options.pollMillis : idle)), Queue.take(kicks))
+          Effect.race(
+            Effect.sleep(Duration.millis(report?.claimed !== 0 ? options.pollMillis : idle)),
+            Queue.take(kicks)
+          )
         ),
         Effect.forever,
         Effect.forkScoped

@@ -108,10 +108,14 @@ export const assertLineByLine = (
     const refunded = ledger.filter((entry) => entry.holdId === holdId && entry.type === "RefundIssued")
     expect(settled, line.custom_id).toHaveLength(1)
     // A settlement gives back what it did not capture (`unused`); any other refund would be a release as well.
-    expect(refunded.filter((entry) => entry.data?.reason !== "unused"), line.custom_id).toHaveLength(0)
+    expect(
+      refunded.filter((entry) => entry.data?.reason !== "unused"),
+      line.custom_id
+    ).toHaveLength(0)
     expect(refunded.length, line.custom_id).toBeLessThanOrEqual(1)
     const usage = line.response.body.usage
-    const expected = ceilPerMillion(usage.prompt_tokens, prices.input) + ceilPerMillion(usage.completion_tokens, prices.output)
+    const expected =
+      ceilPerMillion(usage.prompt_tokens, prices.input) + ceilPerMillion(usage.completion_tokens, prices.output)
     expect(micros(String(settled[0]?.data?.captured)), line.custom_id).toBe(expected)
   }
 }
