@@ -22,13 +22,15 @@ import {
   pendingLines
 } from "../../domain/batch/BatchJob.ts"
 import { randomUUID } from "node:crypto"
+import { usageMetrics } from "../../domain/ledger/UsageMetrics.ts"
 import { formatMicros } from "../../domain/Money.ts"
 import type { AuthenticatedKey, Keys } from "../Keys.ts"
+import type { RateLimiter } from "../RateLimiter.ts"
 import type { BatchStore, NewFile } from "../ports/BatchStore.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
 import { lineRequestId, renderOutput } from "./BatchOutput.ts"
-import { type LineServices, runLine } from "./BatchLineRun.ts"
+import { type Commit, type LineServices, runLine } from "./BatchLineRun.ts"
 
 export interface BatchWorkerOptions {
   readonly enabled: boolean
@@ -84,6 +86,7 @@ export interface WorkerContext {
   readonly workerId: string
   readonly kicks: Queue.Queue<void>
   readonly keys: Keys["Service"]
+  readonly limiter: RateLimiter["Service"]
 }
 
 export const makeBatchWorker = (context: WorkerContext) =>
@@ -165,7 +168,8 @@ export const makeBatchWorker = (context: WorkerContext) =>
           keyId: view.id,
           accountId: state.accountId,
           models: view.models,
-          spendLimit: view.spendLimit
+          spendLimit: view.spendLimit,
+          rateLimits: view.rateLimits
         } satisfies AuthenticatedKey
       })
 
@@ -213,26 +217,61 @@ export const makeBatchWorker = (context: WorkerContext) =>
         if (key === undefined) {
           return yield* end(state, "failed", "the batch's API key was revoked or expired before every line ran")
         }
+        const waited = yield* runChunk(state, key, lines, pending.slice(0, options.chunk))
+        // Due again: the next round (here or anywhere) takes the next chunk — at once, or, when lines had to wait
+        // for their key's limits or the deployments' batch share, at the next poll, interactive calls going first.
+        yield* store.keepLease(batchId, workerId, new Date(yield* Clock.currentTimeMillis))
+        if (!waited) yield* Queue.offer(kicks, undefined)
+        return false
+      })
+
+    /**
+     * Runs `chunk`, `concurrency` lines at a time, each admitted under its key's rate limits as an interactive call of
+     * that key would be (a slot while it runs; its tokens counted when it settles). Once a line has to wait — its key
+     * at a limit, or every deployment at its limits or its batch share — the lines not yet started wait too, for a
+     * later round; true then.
+     */
+    const runChunk = (
+      state: BatchState,
+      key: AuthenticatedKey,
+      lines: ReadonlyArray<InputLine>,
+      chunk: ReadonlyArray<number>
+    ) =>
+      Effect.gen(function* () {
         const lock = yield* Semaphore.make(1)
-        const current = state
+        const commit = finish(state.batchId, lock)
+        const commits = {
+          start: start(state.batchId, lock),
+          finish: ((result, money) =>
+            money._tag !== "Settle"
+              ? commit(result, money)
+              : Effect.tap(commit(result, money), () => {
+                  const { inputTokens, outputTokens } = usageMetrics(money.usage)
+                  return context.limiter.recordTokens(key.keyId, inputTokens + outputTokens)
+                })) satisfies Commit
+        }
+        let waiting = false
         yield* Effect.forEach(
-          pending.slice(0, options.chunk),
+          chunk,
           (line) =>
             Effect.gen(function* () {
+              if (waiting) return
               const until = new Date((yield* Clock.currentTimeMillis) + options.leaseMillis)
               // Another worker took the batch over (this one stalled past its lease): leave it the line.
-              if (!(yield* store.keepLease(batchId, workerId, until))) return
-              yield* runLine(services, current, key, lines[line] as InputLine, {
-                start: start(batchId, lock),
-                finish: finish(batchId, lock)
-              })
+              if (!(yield* store.keepLease(state.batchId, workerId, until))) return
+              const admitted = yield* Effect.result(context.limiter.admit(key.keyId, key.rateLimits))
+              if (admitted._tag === "Failure") {
+                waiting = true
+                return
+              }
+              const run = yield* runLine(services, state, key, lines[line] as InputLine, commits).pipe(
+                Effect.ensuring(admitted.success.release)
+              )
+              if (run === "waiting") waiting = true
             }),
           { concurrency: options.concurrency, discard: true }
         )
-        // Due again at once: the next round (here or anywhere) takes the next chunk.
-        yield* store.keepLease(batchId, workerId, new Date(yield* Clock.currentTimeMillis))
-        yield* Queue.offer(kicks, undefined)
-        return false
+        return waiting
       })
 
     const runDue = Effect.gen(function* () {

@@ -30,6 +30,7 @@ import {
   type Page
 } from "../ports/BatchStore.ts"
 import { OperatorConfig } from "../OperatorConfig.ts"
+import { RateLimiter } from "../RateLimiter.ts"
 import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
 import { TokenCounter } from "../ports/TokenCounter.ts"
@@ -112,7 +113,13 @@ export class Batches extends Context.Service<
         const held = yield* heldCallServices
         const dialects = yield* ChatDialects
         const responses = yield* ResponseStore
-        const services: LineServices = { ...held, dialects, responses, tokens: yield* TokenCounter }
+        const services: LineServices = {
+          ...held,
+          dialects,
+          responses,
+          tokens: yield* TokenCounter,
+          batchSharePercent: options.deploymentSharePercent
+        }
         const kicks = yield* Queue.sliding<void>(1)
         const workerId = `batch-worker-${randomUUID()}`
         const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -282,7 +289,8 @@ export class Batches extends Context.Service<
           options,
           workerId,
           kicks,
-          keys: yield* Keys
+          keys: yield* Keys,
+          limiter: yield* RateLimiter
         })
 
         return Batches.of({

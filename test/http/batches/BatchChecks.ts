@@ -72,11 +72,21 @@ export const untilEnded = async (url: string, key: string, batchId: string, ms: 
 }
 
 /** The output file's lines, parsed. */
-export const outputOf = async (url: string, key: string, fileId: string) =>
+export const outputOf = async (url: string, key: string, fileId: string): Promise<ReadonlyArray<OutputLine>> =>
   (await call(url, key, "GET", `/v1/files/${fileId}/content`))
     .trim()
     .split("\n")
-    .map((line) => JSON.parse(line))
+    .map((line) => JSON.parse(line) as OutputLine)
+
+/** A line of a batch's output file (OpenAI's format), as far as these checks read it. */
+export interface OutputLine {
+  readonly custom_id: string
+  readonly response: {
+    readonly request_id: string
+    readonly status_code: number
+    readonly body: { readonly usage: { readonly prompt_tokens: number; readonly completion_tokens: number } }
+  }
+}
 
 const micros = (decimal: string) => {
   const [whole = "0", fraction = ""] = decimal.replace("-", "").split(".")
@@ -90,7 +100,7 @@ const ceilPerMillion = (tokens: number, price: bigint) => (BigInt(tokens) * pric
  * amount is its usage at `prices` (micro-dollars per 1M tokens); no other hold.
  */
 export const assertLineByLine = (
-  output: ReadonlyArray<{ custom_id: string; response: { request_id: string; status_code: number; body: any } }>,
+  output: ReadonlyArray<OutputLine>,
   customIds: ReadonlyArray<string>,
   ledger: ReadonlyArray<LedgerRow>,
   prices: { readonly input: bigint; readonly output: bigint }
