@@ -3,7 +3,10 @@
  * of lines, `concurrency` lines at a time. A batch is due again at once after its chunk, so batches share the
  * workers and a restart or a lost lease resumes from the events: lines with a result are never run again, and a line
  * stopped between its hold and its result runs again under the same hold (its id is the line's), so it is billed
- * once. Lines finish one commit at a time per batch (a semaphore), each with its hold's settlement or release.
+ * once. Lines finish one commit at a time per batch (a semaphore), each with its hold's settlement or release. A
+ * round that fails (the database gone mid-chunk) leaves its batches' leases behind; this worker takes them back at its
+ * next round (`BatchStore.claimDue`), so the lines cut off run again under their holds as soon as the database answers.
+ * Lines yield to interactive traffic: their key's rate limits and their share of each deployment (`runChunk`).
  *
  * When no line is left the batch finalizes and writes its output and error files; a cancelled or expired batch first
  * releases the holds of lines a stopped run left pending, then ends with the files of the lines that did finish.
