@@ -3,16 +3,19 @@
  * on one connection to a model whose one deployment allows `--slots` calls at once, first with nothing else running,
  * then while a batch of `--lines` lines on the same model drains (its worker allowed more lines at once than the
  * deployment has slots, so only `batches.deploymentSharePercent` — 50% — holds it back). Prints p50/p99 of both, the
- * batch lines finished meanwhile, and whether any interactive call was refused. Embedded store, as bench/latency.ts.
+ * batch lines finished meanwhile, and whether any interactive call was refused. Embedded store, as bench/latency.ts,
+ * or with `--postgres` a fresh database on `BENCH_DATABASE_URL` or `TEST_DATABASE_URL`, dropped afterwards.
  *
- *   npm run bench -- batchdrain [--requests 300] [--lines 2000] [--slots 8] [--upstream-ms 50]
+ *   npm run bench -- batchdrain [--requests 300] [--lines 2000] [--slots 8] [--upstream-ms 50] [--postgres]
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { Redacted } from "effect"
 import { Agent, request } from "undici"
 import { startSimulator } from "../src/adapters/simulator/SimulatorServer.ts"
 import { submitChatBatch, retrieveBatch } from "../test/http/batches/BatchChecks.ts"
+import { createPostgresDatabase } from "../test/support/TestDatabase.ts"
 import { startTestGateway } from "../test/support/TestGateway.ts"
 
 const arg = (name: string, fallback: number) => {
@@ -44,7 +47,15 @@ models:
 batches: { deploymentSharePercent: 50, concurrency: ${slots * 2} }
 `
 )
-const gateway = await startTestGateway({ configPath, batches: { pollMillis: 100 } })
+const postgresUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
+if (process.argv.includes("--postgres") && postgresUrl === undefined)
+  throw new Error("--postgres: set BENCH_DATABASE_URL")
+const postgres = process.argv.includes("--postgres") ? await createPostgresDatabase(postgresUrl as string) : undefined
+const gateway = await startTestGateway({
+  configPath,
+  batches: { pollMillis: 100 },
+  ...(postgres === undefined ? {} : { database: { kind: "postgres", url: Redacted.make(postgres.url) } })
+})
 const admin = (path: string, payload: unknown) =>
   fetch(`${gateway.url}${path}`, {
     method: "POST",
@@ -112,6 +123,7 @@ console.log(
   `batch: ${(after.request_counts?.completed ?? 0) - before} lines finished during the second run (${(((after.request_counts?.completed ?? 0) - before) / seconds).toFixed(1)} lines/s), status ${after.status}, ${after.request_counts?.completed}/${lines} done`
 )
 await gateway.close()
+await postgres?.drop()
 await simulator.close()
 await dispatcher.close()
 rmSync(dir, { recursive: true, force: true })
