@@ -6,7 +6,7 @@
  * once. Lines finish one commit at a time per batch (a semaphore), each with its hold's settlement or release. A
  * round that fails (the database gone mid-chunk) leaves its batches' leases behind; this worker takes them back at its
  * next round (`BatchStore.claimDue`), so the lines cut off run again under their holds as soon as the database answers.
- * Lines yield to interactive traffic: their key's rate limits and their share of each deployment (`runChunk`).
+ * Lines yield to interactive traffic: their key's rate limits and their share of each deployment (BatchChunk.ts).
  *
  * When no line is left the batch finalizes and writes its output and error files; a cancelled or expired batch first
  * releases the holds of lines a stopped run left pending, then ends with the files of the lines that did finish.
@@ -25,15 +25,16 @@ import {
   pendingLines
 } from "../../domain/batch/BatchJob.ts"
 import { randomUUID } from "node:crypto"
-import { usageMetrics } from "../../domain/ledger/UsageMetrics.ts"
 import { formatMicros } from "../../domain/Money.ts"
 import type { AuthenticatedKey, Keys } from "../Keys.ts"
-import type { RateLimiter } from "../RateLimiter.ts"
+import { OperatorConfig } from "../OperatorConfig.ts"
+import { RateLimiter } from "../RateLimiter.ts"
 import type { BatchStore, NewFile } from "../ports/BatchStore.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
 import { lineRequestId, renderOutput } from "./BatchOutput.ts"
-import { type Commit, type LineServices, runLine } from "./BatchLineRun.ts"
+import type { LineServices } from "./BatchLineRun.ts"
+import { runChunk } from "./BatchChunk.ts"
 
 export interface BatchWorkerOptions {
   readonly enabled: boolean
@@ -85,19 +86,23 @@ export interface RoundReport {
 export interface WorkerContext {
   readonly store: BatchStore["Service"]
   readonly services: LineServices
-  readonly options: BatchWorkerOptions
+  /** Over the defaults and the operator config's `batches:` (`workerOptions`). */
+  readonly options: Partial<BatchWorkerOptions>
   readonly workerId: string
   readonly kicks: Queue.Queue<void>
   readonly keys: Keys["Service"]
-  readonly limiter: RateLimiter["Service"]
 }
 
 export const makeBatchWorker = (context: WorkerContext) =>
   Effect.gen(function* () {
-    const { store, services, options, workerId, kicks } = context
+    const { store, workerId, kicks } = context
+    const options = workerOptions((yield* OperatorConfig).batches, context.options)
+    const limiter = yield* RateLimiter
+    const services = { ...context.services, batchSharePercent: options.deploymentSharePercent }
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
     const inputs = new Map<string, ReadonlyArray<InputLine>>()
-    const { record, plainAppend, finish, start } = makeCommits({ store, ledger: services.ledger, nowIso })
+    const commits = makeCommits({ store, ledger: services.ledger, nowIso })
+    const { record, plainAppend, finish } = commits
 
     /** Releases the holds of lines started and never finished (their result: `cancelled`), then ends the batch. */
     const end = (state: BatchState, ending: BatchEnding, message: string | null) =>
@@ -220,61 +225,19 @@ export const makeBatchWorker = (context: WorkerContext) =>
         if (key === undefined) {
           return yield* end(state, "failed", "the batch's API key was revoked or expired before every line ran")
         }
-        const waited = yield* runChunk(state, key, lines, pending.slice(0, options.chunk))
+        const chunk = pending.slice(0, options.chunk)
+        const waited = yield* runChunk(
+          { store, services, limiter, options, workerId, commits },
+          state,
+          key,
+          lines,
+          chunk
+        )
         // Due again: the next round (here or anywhere) takes the next chunk — at once, or, when lines had to wait
         // for their key's limits or the deployments' batch share, at the next poll, interactive calls going first.
         yield* store.keepLease(batchId, workerId, new Date(yield* Clock.currentTimeMillis))
         if (!waited) yield* Queue.offer(kicks, undefined)
         return false
-      })
-
-    /**
-     * Runs `chunk`, `concurrency` lines at a time, each admitted under its key's rate limits as an interactive call of
-     * that key would be (a slot while it runs; its tokens counted when it settles). Once a line has to wait — its key
-     * at a limit, or every deployment at its limits or its batch share — the lines not yet started wait too, for a
-     * later round; true then.
-     */
-    const runChunk = (
-      state: BatchState,
-      key: AuthenticatedKey,
-      lines: ReadonlyArray<InputLine>,
-      chunk: ReadonlyArray<number>
-    ) =>
-      Effect.gen(function* () {
-        const lock = yield* Semaphore.make(1)
-        const commit = finish(state.batchId, lock)
-        const commits = {
-          start: start(state.batchId, lock),
-          finish: ((result, money) =>
-            money._tag !== "Settle"
-              ? commit(result, money)
-              : Effect.tap(commit(result, money), () => {
-                  const { inputTokens, outputTokens } = usageMetrics(money.usage)
-                  return context.limiter.recordTokens(key.keyId, inputTokens + outputTokens)
-                })) satisfies Commit
-        }
-        let waiting = false
-        yield* Effect.forEach(
-          chunk,
-          (line) =>
-            Effect.gen(function* () {
-              if (waiting) return
-              const until = new Date((yield* Clock.currentTimeMillis) + options.leaseMillis)
-              // Another worker took the batch over (this one stalled past its lease): leave it the line.
-              if (!(yield* store.keepLease(state.batchId, workerId, until))) return
-              const admitted = yield* Effect.result(context.limiter.admit(key.keyId, key.rateLimits))
-              if (admitted._tag === "Failure") {
-                waiting = true
-                return
-              }
-              const run = yield* runLine(services, state, key, lines[line] as InputLine, commits).pipe(
-                Effect.ensuring(admitted.success.release)
-              )
-              if (run === "waiting") waiting = true
-            }),
-          { concurrency: options.concurrency, discard: true }
-        )
-        return waiting
       })
 
     const runDue = Effect.gen(function* () {

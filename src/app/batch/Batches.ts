@@ -29,15 +29,13 @@ import {
   type NewFile,
   type Page
 } from "../ports/BatchStore.ts"
-import { OperatorConfig } from "../OperatorConfig.ts"
-import { RateLimiter } from "../RateLimiter.ts"
 import { ChatDialects } from "../ports/ChatDialects.ts"
 import { ResponseStore } from "../ports/ResponseStore.ts"
 import { TokenCounter } from "../ports/TokenCounter.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
 import { BatchInvalid, BatchNotCancellable, BatchNotDeletable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
-import { type BatchWorkerOptions, makeBatchWorker, type RoundReport, workerOptions } from "./BatchWorker.ts"
+import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
 import { type LineServices, planLine } from "./LinePlans.ts"
 
 export { type BatchWorkerOptions, defaultBatchWorkerOptions } from "./BatchWorker.ts"
@@ -103,23 +101,15 @@ export class Batches extends Context.Service<
     readonly workerId: string
   }
 >()("tollgate/app/batch/Batches") {
-  /** The worker's options: its defaults, then the operator config's `batches:`, then `overrides`. */
-  static readonly layerWith = (overrides: Partial<BatchWorkerOptions>) =>
+  static readonly layerWith = (options: Partial<BatchWorkerOptions>) =>
     Layer.effect(
       Batches,
       Effect.gen(function* () {
-        const options = workerOptions((yield* OperatorConfig).batches, overrides)
         const store = yield* BatchStore
         const held = yield* heldCallServices
         const dialects = yield* ChatDialects
         const responses = yield* ResponseStore
-        const services: LineServices = {
-          ...held,
-          dialects,
-          responses,
-          tokens: yield* TokenCounter,
-          batchSharePercent: options.deploymentSharePercent
-        }
+        const services: LineServices = { ...held, dialects, responses, tokens: yield* TokenCounter }
         const kicks = yield* Queue.sliding<void>(1)
         const workerId = `batch-worker-${randomUUID()}`
         const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -289,8 +279,7 @@ export class Batches extends Context.Service<
           options,
           workerId,
           kicks,
-          keys: yield* Keys,
-          limiter: yield* RateLimiter
+          keys: yield* Keys
         })
 
         return Batches.of({

@@ -26,8 +26,8 @@ export interface LineServices extends HeldCallServices {
   readonly dialects: ChatDialects["Service"]
   readonly responses: ResponseStore["Service"]
   readonly tokens: TokenCounter["Service"]
-  /** The part of each deployment's capacity a line may take (`RouteHint.batchSharePercent`). */
-  readonly batchSharePercent: number
+  /** The part of each deployment's capacity a line's call may take (`RouteHint.batchSharePercent`; the worker's). */
+  readonly batchSharePercent?: number | undefined
 }
 
 /** Why a line cannot run at all, before anything is held; `param` is the body's field. */
