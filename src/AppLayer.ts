@@ -17,7 +17,7 @@ import * as ProjectionVersions from "./adapters/store/ProjectionVersions.ts"
 import * as PgStatements from "./adapters/store/PgStatements.ts"
 import * as PgVideoTasks from "./adapters/store/PgVideoTasks.ts"
 import * as PgBatches from "./adapters/store/PgBatches.ts"
-import { Batches, type BatchWorkerOptions, defaultBatchWorkerOptions } from "./app/batch/Batches.ts"
+import { Batches, type BatchWorkerOptions } from "./app/batch/Batches.ts"
 import { BatchOperator } from "./app/batch/BatchOperator.ts"
 import * as PgResponseStore from "./adapters/store/PgResponseStore.ts"
 import * as PgBackgroundResponses from "./adapters/store/PgBackgroundResponses.ts"
@@ -114,7 +114,7 @@ export interface AppOptions {
   readonly video?: Partial<VideoWorkerOptions> | undefined
   /** Background responses' worker: claim polling, lease and renewal times (tests shorten them). */
   readonly responses?: Partial<BackgroundOptions> | undefined
-  /** Batch worker knobs (tests shorten the poll and the lease, or turn the loop off and drive `runDue`). */
+  /** Batch worker knobs over the config's `batches:` (tests shorten poll and lease, or drive `runDue` themselves). */
   readonly batches?: Partial<BatchWorkerOptions> | undefined
   /** Failed-authentication throttling per client address (limits, and which proxies may name the client). */
   readonly authThrottle?: Partial<AuthThrottleOptions> | undefined
@@ -124,10 +124,7 @@ export interface AppOptions {
   readonly metricsToken?: Redacted.Redacted<string> | undefined
   /** Largest audio upload for transcription (413 past it); undefined → 25 MiB, OpenAI's own limit. */
   readonly maxAudioBytes?: number | undefined
-  /**
-   * Where settlements the database could not take are journaled until they commit (the data directory); undefined →
-   * kept in memory, retried through outages but not across a restart.
-   */
+  /** Where settlements the database did not take wait for their commit; undefined → memory (not across restarts). */
   readonly journalDir?: string | undefined
   /**
    * Wraps the ledger's writer on the store (benchmarks only: bench/ladder swaps in an in-memory one to measure what a
@@ -252,7 +249,7 @@ export const servicesLayer = (options: AppOptions) => {
     Layer.provideMerge(chat)
   )
   const batches = Layer.mergeAll(BatchOperator.layer, PrometheusRegistry.layer).pipe(
-    Layer.provideMerge(Batches.layerWith({ ...defaultBatchWorkerOptions, ...options.batches })),
+    Layer.provideMerge(Batches.layerWith(options.batches ?? {})),
     Layer.provide(Layer.mergeAll(PgBatches.layer, PgResponseStore.layer, PgConversations.layer))
   )
   return Layer.mergeAll(

@@ -111,6 +111,27 @@ describe("OperatorConfig", () => {
     })
   )
 
+  it.effect("reads batches: (the deployments' share, lines at once, lease) with defaults, and names bad values", () =>
+    Effect.gen(function* () {
+      const model = `  - { id: m, plugin: text, upstreams: [a], pricing: { input: "1", output: "2" } }`
+      assert.deepStrictEqual((yield* parseYaml(withModels(model))).batches, {
+        deploymentSharePercent: 50,
+        concurrency: 4,
+        leaseSeconds: 120
+      })
+      const set = yield* parseYaml(`${withModels(model)}batches: { deploymentSharePercent: 25, leaseSeconds: 30 }\n`)
+      assert.deepStrictEqual(set.batches, { deploymentSharePercent: 25, concurrency: 4, leaseSeconds: 30 })
+      const issues = yield* issuesOf(
+        `${withModels(model)}batches: { deploymentSharePercent: 150, concurrency: 0, share: 1 }\n`
+      )
+      assert.deepStrictEqual(issues, [
+        "batches.share: unknown key",
+        "batches.deploymentSharePercent: expected a percentage from 1 to 100",
+        "batches.concurrency: expected a positive integer"
+      ])
+    })
+  )
+
   it.effect("reads a model's hostedTools setting (omit or refuse) and names anything else at its path", () =>
     Effect.gen(function* () {
       const config = yield* parseYaml(

@@ -3,7 +3,9 @@
  * and while a video task is being generated. After a restart on the same database, every hold the dead process left
  * open is resolved by the expiry sweep exactly once (a long stream settled at the progress its lease last recorded),
  * the video task resumes and settles exactly once, nothing is charged twice or lost, and `replay --verify` and the
- * audit are clean. The gateway runs as a child process (the bundle `npm start` runs, test/support/ChildGateway.ts),
+ * audit are clean. A batch killed mid-run resumes on the new process (its lease is 2 s here) and completes with each
+ * line held once, settled once and in the output once, the ledger agreeing with the output line by line.
+ * The gateway runs as a child process (the bundle `npm start` runs, test/support/ChildGateway.ts),
  * so SIGKILL gives it no chance to clean up.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -26,6 +28,7 @@ import {
   untilNothingHeld
 } from "../support/ChildGateway.ts"
 import { recordStream } from "../support/Sse.ts"
+import { assertLineByLine, outputOf, submitChatBatch, untilCompleted, untilEnded } from "../http/batches/BatchChecks.ts"
 
 const baseUrl = process.env.TEST_DATABASE_URL
 const VIDEO = "video-model-2.0-fast"
@@ -33,6 +36,7 @@ const VIDEO = "video-model-2.0-fast"
 describe.skipIf(baseUrl === undefined || baseUrl === "")("kill -9 of the gateway", () => {
   let sim: RunningSimulator
   let longSim: RunningSimulator
+  let slowSim: RunningSimulator
   let database: { readonly url: string; drop(): Promise<void> }
   let dir: string
   let env: Record<string, string>
@@ -44,6 +48,8 @@ describe.skipIf(baseUrl === undefined || baseUrl === "")("kill -9 of the gateway
     sim = await startSimulator({ faults: { chunkDelayMs: 60 }, replyTokens: 40, videoMillis: 4_000 })
     // Long streams: 2,000 tokens, a few per event, 40 ms apart (about 20 s).
     longSim = await startSimulator({ faults: { chunkDelayMs: 40 }, replyTokens: 2_000 })
+    // Batch lines: 300 ms each upstream, so some are always in flight.
+    slowSim = await startSimulator({ faults: { latencyMs: 300 } })
     database = await createPostgresDatabase(baseUrl as string)
     dir = mkdtempSync(join(tmpdir(), "tollgate-kill-"))
     const configPath = join(dir, "tollgate.yaml")
@@ -54,12 +60,15 @@ upstreams:
   sim-openai: { protocol: openai, baseUrl: "${sim.baseUrl}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   sim-ark: { protocol: ark, baseUrl: "${sim.baseUrl}/api/v3", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   long: { protocol: openai, baseUrl: "${longSim.baseUrl}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
+  slow: { protocol: openai, baseUrl: "${slowSim.baseUrl}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
 models:
   - { id: sim-long, plugin: text, upstreams: [long], upstreamModel: sim-openai, pricing: { input: "1.00", output: "10.00" }, maxOutputTokens: 4000 }
   - { id: sim-openai, plugin: text, upstreams: [sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
+  - { id: sim-slow, plugin: text, upstreams: [slow], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: ${VIDEO}, plugin: video, upstreams: [sim-ark], upstreamModel: seedance-2-0-fast, pricing: { output: "1.40" } }
 ledger: { holdTtlSeconds: 2 }
 video: { pollIntervalMs: 200, deadlineMinutes: 30, retentionDays: 7 }
+batches: { leaseSeconds: 2 }
 `
     )
     port = await freePort()
@@ -72,6 +81,7 @@ video: { pollIntervalMs: 200, deadlineMinutes: 30, retentionDays: 7 }
     }
     await sim?.close()
     await longSim?.close()
+    await slowSim?.close()
     await database?.drop()
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
   })
@@ -267,6 +277,37 @@ video: { pollIntervalMs: 200, deadlineMinutes: 30, retentionDays: 7 }
     assert.strictEqual(balance.body.balance.held, "0.000000")
     const replay = await admin(gateway, "POST", "/admin/replay")
     assert.isTrue(replay.body.ok, JSON.stringify(replay.body.mismatches))
+    await killHard(gateway)
+  })
+  it("mid-batch: the new process finishes the batch, each line held, billed and written once", {
+    timeout: 90_000
+  }, async () => {
+    gateway = await startGateway(env, port)
+    const account = await admin(gateway, "POST", "/admin/accounts", { name: "kill-batch" })
+    await admin(gateway, "POST", `/admin/accounts/${account.body.id}/deposits`, { amount: "10", reference: "b-1" })
+    const key = (await admin(gateway, "POST", `/admin/accounts/${account.body.id}/keys`, { name: "b" })).body.key
+    const { batchId, customIds } = await submitChatBatch(gateway.url, key, "sim-slow", 40)
+    await untilCompleted(gateway.url, key, batchId, 6, 30_000)
+    // Lines are held and in flight upstream when the process dies.
+    const before = await admin(gateway, "GET", `/admin/accounts/${account.body.id}`)
+    await killHard(gateway)
+    assert.notStrictEqual(before.body.balance.held, "0.000000")
+
+    gateway = await startGateway(env, port)
+    const began = Date.now()
+    const batch = await untilEnded(gateway.url, key, batchId, 40_000)
+    console.info(`batch kill -9: completed ${Date.now() - began} ms after the new process was ready`)
+    assert.strictEqual(batch?.status, "completed")
+    assert.deepStrictEqual(batch?.request_counts, { total: 40, completed: 40, failed: 0 })
+    const output = await outputOf(gateway.url, key, batch.output_file_id)
+    const entries = await ledgerOf(gateway, account.body.id)
+    assertLineByLine(output, customIds, entries, { input: 75_000n, output: 300_000n })
+    assert.strictEqual(assertEachHoldResolvedOnce(entries), 40)
+    assert.strictEqual((await untilNothingHeld(gateway, account.body.id, 5)).held, "0.000000")
+    const replay = await admin(gateway, "POST", "/admin/replay")
+    assert.isTrue(replay.body.ok, JSON.stringify(replay.body.mismatches))
+    const audit = await admin(gateway, "POST", "/admin/audit/verify")
+    assert.isTrue(audit.body.ok, JSON.stringify(audit.body.firstBroken))
     await killHard(gateway)
   })
 })

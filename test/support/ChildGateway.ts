@@ -104,6 +104,8 @@ export interface Entry {
   readonly holdId: string | null
   readonly amount: string | null
   readonly model: string | null
+  readonly requestId: string | null
+  readonly data: Record<string, unknown>
 }
 
 export const ledgerOf = async (

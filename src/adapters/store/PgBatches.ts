@@ -165,10 +165,10 @@ export const layer = Layer.effect(
             SELECT b.id, ${owner}, ${until} FROM batches b
             LEFT JOIN batch_leases l ON l.batch_id = b.id
             WHERE b.status IN ('validating', 'in_progress', 'finalizing', 'cancelling')
-              AND (l.batch_id IS NULL OR l.lease_until <= ${now})
-            ORDER BY coalesce(l.lease_until, b.created_at) LIMIT ${limit}
+              AND (l.batch_id IS NULL OR l.lease_until <= ${now} OR l.owner = ${owner})
+            ORDER BY least(coalesce(l.lease_until, b.created_at), ${now}) LIMIT ${limit}
             ON CONFLICT (batch_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
-              WHERE batch_leases.lease_until <= ${now}
+              WHERE batch_leases.lease_until <= ${now} OR batch_leases.owner = EXCLUDED.owner
             RETURNING batch_id`),
           (rows) => rows.map((row) => row.batch_id)
         ),

@@ -52,6 +52,12 @@ const failed = (
   error
 })
 
+/**
+ * What a run of a line did: it ran to its result (or another run has it), or it found every deployment at its limits
+ * (or at the batch's share of them) and left the line for a later round, under the hold it placed.
+ */
+export type LineRun = "ran" | "waiting"
+
 /** Runs line `input` of `state` with `key` to its result and commits it. Fails only when the store is unreachable. */
 export const runLine = (
   services: LineServices,
@@ -59,7 +65,7 @@ export const runLine = (
   key: AuthenticatedKey,
   input: InputLine,
   commits: LineCommits
-) =>
+): Effect.Effect<LineRun, StoreUnavailable> =>
   Effect.gen(function* () {
     const requestId = lineRequestId(state.batchId, input.line)
     const holdId = lineHoldId(state.batchId, input.line)
@@ -68,7 +74,8 @@ export const runLine = (
     const planned = yield* planLine(services, endpoint, key, input.body, requestId)
     if (planned._tag === "Failure") {
       const { status, code, message } = planned.failure
-      return yield* commits.finish(failed(base, null, status, { code, message }), { _tag: "None" })
+      yield* commits.finish(failed(base, null, status, { code, message }), { _tag: "None" })
+      return "ran"
     }
     const plan = planned.success
     // Started by an earlier run that stopped before its result: the line runs again under the hold it placed.
@@ -86,20 +93,23 @@ export const runLine = (
         ttlSeconds: null
       })
       // Another run started it meanwhile (a worker that lost its lease): that run, or the next, finishes it.
-      if (started === "taken") return
+      if (started === "taken") return "ran"
       if (started !== "started") {
         const error = { code: "insufficient_quota", message: started.message }
-        return yield* commits.finish(failed(base, null, 402, error), { _tag: "None" })
+        yield* commits.finish(failed(base, null, 402, error), { _tag: "None" })
+        return "ran"
       }
     }
     const ran = yield* Effect.result(plan.run)
     if (ran._tag === "Failure") {
-      const { status, code, message, release } = ran.failure
-      return yield* commits.finish(failed(base, holdId, status, { code, message }), {
+      const { status, code, message, release, wait } = ran.failure
+      if (wait) return "waiting"
+      yield* commits.finish(failed(base, holdId, status, { code, message }), {
         _tag: "Release",
         holdId,
         reason: release
       })
+      return "ran"
     }
     const { body, cost, usage } = ran.success
     const result: LineResult = {
@@ -110,5 +120,6 @@ export const runLine = (
       response: { statusCode: 200, body },
       error: null
     }
-    return yield* commits.finish(result, { _tag: "Settle", holdId, cost, usage })
+    yield* commits.finish(result, { _tag: "Settle", holdId, cost, usage })
+    return "ran"
   })

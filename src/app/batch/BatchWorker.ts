@@ -3,12 +3,16 @@
  * of lines, `concurrency` lines at a time. A batch is due again at once after its chunk, so batches share the
  * workers and a restart or a lost lease resumes from the events: lines with a result are never run again, and a line
  * stopped between its hold and its result runs again under the same hold (its id is the line's), so it is billed
- * once. Lines finish one commit at a time per batch (a semaphore), each with its hold's settlement or release.
+ * once. Lines finish one commit at a time per batch (a semaphore), each with its hold's settlement or release. A
+ * round that fails (the database gone mid-chunk) leaves its batches' leases behind; this worker takes them back at its
+ * next round (`BatchStore.claimDue`), so the lines cut off run again under their holds as soon as the database answers.
+ * Lines yield to interactive traffic: their key's rate limits and their share of each deployment (BatchChunk.ts).
  *
  * When no line is left the batch finalizes and writes its output and error files; a cancelled or expired batch first
  * releases the holds of lines a stopped run left pending, then ends with the files of the lines that did finish.
  */
 import { Clock, Duration, Effect, Queue, Semaphore } from "effect"
+import { type BatchesConfig, BatchesDefaults } from "../config/decodeBatches.ts"
 import { idlePollMillis } from "../IdlePoll.ts"
 import { type InputLine, MESSAGES_ENDPOINT, readBatchInput } from "../../domain/batch/BatchInput.ts"
 import {
@@ -24,11 +28,14 @@ import { expiredLine, linesAtEnd } from "../../domain/batch/ExpiredLines.ts"
 import { randomUUID } from "node:crypto"
 import { formatMicros } from "../../domain/Money.ts"
 import type { AuthenticatedKey, Keys } from "../Keys.ts"
+import { OperatorConfig } from "../OperatorConfig.ts"
+import { RateLimiter } from "../RateLimiter.ts"
 import type { BatchStore, NewFile } from "../ports/BatchStore.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
 import { lineRequestId, renderOutput } from "./BatchOutput.ts"
-import { type LineServices, runLine } from "./BatchLineRun.ts"
+import type { LineServices } from "./BatchLineRun.ts"
+import { runChunk } from "./BatchChunk.ts"
 
 export interface BatchWorkerOptions {
   readonly enabled: boolean
@@ -44,17 +51,36 @@ export interface BatchWorkerOptions {
   readonly batchesPerRound: number
   /** How often a round also deletes expired files (docs/api/batches.md#retention): a query, at most this often. */
   readonly fileSweepMillis: number
+  /** Percent of each deployment's and upstream's `maxConcurrency` that batch lines may take (app/routing). */
+  readonly deploymentSharePercent: number
 }
 
 export const defaultBatchWorkerOptions: BatchWorkerOptions = {
   enabled: true,
   pollMillis: 1_000,
-  leaseMillis: 120_000,
-  concurrency: 4,
+  leaseMillis: BatchesDefaults.leaseSeconds * 1000,
+  concurrency: BatchesDefaults.concurrency,
   chunk: 32,
   batchesPerRound: 2,
-  fileSweepMillis: 3_600_000
+  fileSweepMillis: 3_600_000,
+  deploymentSharePercent: BatchesDefaults.deploymentSharePercent
 }
+
+/** The defaults, then the operator's `batches:` section, then what the composition root (or a test) sets. */
+export const workerOptions = (
+  config: BatchesConfig | undefined,
+  overrides: Partial<BatchWorkerOptions>
+): BatchWorkerOptions => ({
+  ...defaultBatchWorkerOptions,
+  ...(config === undefined
+    ? {}
+    : {
+        leaseMillis: config.leaseSeconds * 1000,
+        concurrency: config.concurrency,
+        deploymentSharePercent: config.deploymentSharePercent
+      }),
+  ...overrides
+})
 
 export interface RoundReport {
   readonly claimed: number
@@ -66,7 +92,8 @@ export interface RoundReport {
 export interface WorkerContext {
   readonly store: BatchStore["Service"]
   readonly services: LineServices
-  readonly options: BatchWorkerOptions
+  /** Over the defaults and the operator config's `batches:` (`workerOptions`). */
+  readonly options: Partial<BatchWorkerOptions>
   readonly workerId: string
   readonly kicks: Queue.Queue<void>
   readonly keys: Keys["Service"]
@@ -95,15 +122,14 @@ const cutLine = (state: BatchState, line: number, holdId: string, ending: BatchE
 
 export const makeBatchWorker = (context: WorkerContext) =>
   Effect.gen(function* () {
-    const { store, services, options, workerId, kicks } = context
+    const { store, workerId, kicks } = context
+    const options = workerOptions((yield* OperatorConfig).batches, context.options)
+    const limiter = yield* RateLimiter
+    const services = { ...context.services, batchSharePercent: options.deploymentSharePercent }
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
     const inputs = new Map<string, ReadonlyArray<InputLine>>()
-    const { record, plainAppend, finish, start } = makeCommits({
-      store,
-      ledger: services.ledger,
-      nowIso,
-      lineFinished: context.lineFinished
-    })
+    const commits = makeCommits({ store, ledger: services.ledger, nowIso, lineFinished: context.lineFinished })
+    const { record, plainAppend, finish } = commits
 
     /**
      * Releases the holds of lines started and never finished (their result: `cancelled`, or `expired` past the
@@ -173,7 +199,8 @@ export const makeBatchWorker = (context: WorkerContext) =>
           keyId: view.id,
           accountId: state.accountId,
           models: view.models,
-          spendLimit: view.spendLimit
+          spendLimit: view.spendLimit,
+          rateLimits: view.rateLimits
         } satisfies AuthenticatedKey
       })
 
@@ -221,25 +248,18 @@ export const makeBatchWorker = (context: WorkerContext) =>
         if (key === undefined) {
           return yield* end(state, "failed", "the batch's API key was revoked or expired before every line ran")
         }
-        const lock = yield* Semaphore.make(1)
-        const current = state
-        yield* Effect.forEach(
-          pending.slice(0, options.chunk),
-          (line) =>
-            Effect.gen(function* () {
-              const until = new Date((yield* Clock.currentTimeMillis) + options.leaseMillis)
-              // Another worker took the batch over (this one stalled past its lease): leave it the line.
-              if (!(yield* store.keepLease(batchId, workerId, until))) return
-              yield* runLine(services, current, key, lines[line] as InputLine, {
-                start: start(batchId, lock),
-                finish: finish(batchId, lock)
-              })
-            }),
-          { concurrency: options.concurrency, discard: true }
+        const chunk = pending.slice(0, options.chunk)
+        const waited = yield* runChunk(
+          { store, services, limiter, options, workerId, commits },
+          state,
+          key,
+          lines,
+          chunk
         )
-        // Due again at once: the next round (here or anywhere) takes the next chunk.
+        // Due again: the next round (here or anywhere) takes the next chunk — at once, or, when lines had to wait
+        // for their key's limits or the deployments' batch share, at the next poll, interactive calls going first.
         yield* store.keepLease(batchId, workerId, new Date(yield* Clock.currentTimeMillis))
-        yield* Queue.offer(kicks, undefined)
+        if (!waited) yield* Queue.offer(kicks, undefined)
         return false
       })
 
@@ -273,11 +293,15 @@ export const makeBatchWorker = (context: WorkerContext) =>
         Effect.catch((error) => Effect.as(Effect.logWarning("batch worker round failed", error.message), undefined)),
         Effect.catchDefect((defect) => Effect.logError("batch worker round crashed", defect))
       )
-      // A batch submitted here, or a chunk just finished, wakes the loop at once; an idle one asks less often.
+      // A batch submitted here, or a chunk just finished, wakes the loop at once; an idle one asks less often. A
+      // failed round (the database gone) asks again soon: the batch it left is taken back at once (`claimDue`).
       const idle = idlePollMillis(options)
       yield* round.pipe(
         Effect.flatMap((report) =>
-          Effect.race(Effect.sleep(Duration.millis(report?.claimed ? options.pollMillis : idle)), Queue.take(kicks))
+          Effect.race(
+            Effect.sleep(Duration.millis(report?.claimed !== 0 ? options.pollMillis : idle)),
+            Queue.take(kicks)
+          )
         ),
         Effect.forever,
         Effect.forkScoped

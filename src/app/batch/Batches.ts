@@ -8,14 +8,11 @@ import { Clock, Context, Effect, Layer, Queue } from "effect"
 import { randomUUID } from "node:crypto"
 import {
   BATCH_ENDPOINTS,
-  type BatchEndpoint,
-  fileLineNumbers,
   type InputLine,
   isBatchEndpoint,
   type LineEndpoint,
   MESSAGE_BATCH_PURPOSE,
-  MESSAGES_ENDPOINT,
-  readBatchInput
+  MESSAGES_ENDPOINT
 } from "../../domain/batch/BatchInput.ts"
 import { type BatchState, evolve, type BatchSubmitted } from "../../domain/batch/BatchJob.ts"
 import { formatMicros } from "../../domain/Money.ts"
@@ -43,7 +40,8 @@ import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./Ba
 import { alertWhenEnded } from "./BatchEndedAlert.ts"
 import { type LineTally, makeLineTallies } from "./BatchLineTally.ts"
 import { fileExpiryFor, isExpired } from "./FileRetention.ts"
-import { type LineServices, planLine } from "./LinePlans.ts"
+import { checkBatchLines, checkMessageRequests } from "./BatchLineChecks.ts"
+import type { LineServices } from "./LinePlans.ts"
 
 export { type BatchWorkerOptions, defaultBatchWorkerOptions } from "./BatchWorker.ts"
 
@@ -117,7 +115,7 @@ export class Batches extends Context.Service<
     readonly lineStats: () => ReadonlyArray<LineTally>
   }
 >()("tollgate/app/batch/Batches") {
-  static readonly layerWith = (options: BatchWorkerOptions) =>
+  static readonly layerWith = (options: Partial<BatchWorkerOptions>) =>
     Layer.effect(
       Batches,
       Effect.gen(function* () {
@@ -156,34 +154,6 @@ export class Batches extends Context.Service<
             row === undefined ? Effect.fail(new BatchNotFound({ batchId: id })) : Effect.succeed(row)
           )
 
-        /** Every line as its endpoint would take it; the first refusal names its file line and field. */
-        const checkLines = Effect.fnUntraced(function* (input: SubmitBatch, endpoint: BatchEndpoint, content: string) {
-          const read = readBatchInput(content, endpoint)
-          if ("_tag" in read) {
-            const where = read.line === null ? "" : `line ${read.line}: `
-            return yield* new BatchInvalid({
-              message: `${where}${read.param === "" ? "" : `${read.param}: `}${read.message}`,
-              param: read.param === "" ? null : read.param,
-              line: read.line,
-              code: "invalid_batch_line"
-            })
-          }
-          const fileLines = fileLineNumbers(content)
-          for (const line of read) {
-            const planned = yield* planLine(services, endpoint, input.key, line.body, input.requestId)
-            if (planned._tag === "Success") continue
-            const at = fileLines[line.line] ?? line.line + 1
-            const field = `body.${planned.failure.param ?? "model"}`
-            return yield* new BatchInvalid({
-              message: `line ${at}: ${field}: ${planned.failure.message}`,
-              param: field,
-              line: at,
-              code: "invalid_batch_line"
-            })
-          }
-          return read
-        })
-
         const submit = Effect.fnUntraced(function* (input: SubmitBatch) {
           const endpoint = input.endpoint
           if (!isBatchEndpoint(endpoint)) {
@@ -202,7 +172,7 @@ export class Batches extends Context.Service<
           const content = yield* Effect.flatMap(store.fileContent(input.key.accountId, file.id), (text) =>
             text === undefined ? Effect.fail(new FileNotFound({ fileId: file.id })) : Effect.succeed(text)
           )
-          const lines = yield* checkLines(input, endpoint, content)
+          const lines = yield* checkBatchLines(services, input, endpoint, content)
           const next = yield* record({ ...input, endpoint, inputFileId: file.id }, lines, () => [], "batch_")
           return yield* get(input.key.accountId, next.batchId)
         })
@@ -250,17 +220,7 @@ export class Batches extends Context.Service<
          * and field); its requests are kept as the batch's input file, in the line format the worker reads.
          */
         const submitMessages = Effect.fnUntraced(function* (input: SubmitMessages) {
-          for (const [index, request] of input.requests.entries()) {
-            const planned = yield* planLine(services, MESSAGES_ENDPOINT, input.key, request.params, input.requestId)
-            if (planned._tag === "Success") continue
-            const field = `requests.${index}.params.${planned.failure.param ?? "model"}`
-            return yield* new BatchInvalid({
-              message: `requests[${index}] (custom_id '${request.customId}'): ${field}: ${planned.failure.message}`,
-              param: field,
-              line: index,
-              code: "invalid_request"
-            })
-          }
+          yield* checkMessageRequests(services, input)
           const lines = input.requests.map((r, line) => ({ line, customId: r.customId, body: r.params }))
           const content = lines
             .map((l) => JSON.stringify({ custom_id: l.customId, method: "POST", url: MESSAGES_ENDPOINT, body: l.body }))

@@ -34,6 +34,8 @@ export interface LineServices extends HeldCallServices {
   readonly tokens: TokenCounter["Service"]
   /** The Responses API's turn builder (app/responses/TurnBuilder.ts), as `POST /v1/responses` builds its turns. */
   readonly turns: TurnBuilder
+  /** The part of each deployment's capacity a line's call may take (`RouteHint.batchSharePercent`; the worker's). */
+  readonly batchSharePercent?: number | undefined
 }
 
 /** Why a line cannot run at all, before anything is held; `param` is the body's field. */
@@ -50,6 +52,8 @@ export interface LineFailure {
   readonly code: string
   readonly message: string
   readonly release: RefundReason
+  /** Every deployment was at its limits (or the batch's share of them): the line waits for a later round. */
+  readonly wait: boolean
 }
 
 export interface LinePlan {
@@ -80,14 +84,16 @@ const failedCall = (failure: PluginFailure): LineFailure => ({
   status: statusOfFailure(failure.reason),
   code: failure.code ?? failure.reason,
   message: failure.message,
-  release: failure.reason === "invalid_request" ? "rejected" : "failed"
+  release: failure.reason === "invalid_request" ? "rejected" : "failed",
+  wait: failure.code === "deployments_saturated"
 })
 
 const unreadable: LineFailure = {
   status: 502,
   code: "upstream_unreadable",
   message: "the upstream sent a response the gateway cannot read",
-  release: "failed"
+  release: "failed",
+  wait: false
 }
 
 /** A hold that only remembers what deliverJson asks of it: the line's commit then writes it with the result. */
@@ -117,9 +123,10 @@ const chatPlan = (
     const chat: ChatInput = { dialect, body, key, requestId, ...turn }
     const planned = yield* planChat(services.registry, services.dialects, chat).pipe(Effect.mapError(refused))
     const plan = { ...planned, model: batchPriced(planned.model) }
+    const batchSharePercent = services.batchSharePercent
     const run = Effect.gen(function* () {
       const called = yield* Effect.exit(
-        services.deployments.route(plan.model, plan.hint, (deployment) =>
+        services.deployments.route(plan.model, { ...plan.hint, batchSharePercent }, (deployment) =>
           plan.plugin.invoke({
             model: deployment,
             request: plan.request,
@@ -172,7 +179,7 @@ const embeddingsPlan = (
     const inputTokens = (yield* services.tokens.countMany(texts)) + tokenIds
     const run = Effect.gen(function* () {
       const reply = yield* services.deployments
-        .route(model, {}, (deployment) =>
+        .route(model, { batchSharePercent: services.batchSharePercent }, (deployment) =>
           plugin.embed({
             model: deployment,
             request: read.request,

@@ -5,6 +5,7 @@ import type { RateLimits } from "../../domain/keys/RateLimits.ts"
 import type { ModelPricing } from "./ModelPricing.ts"
 import type { UpstreamLimits } from "./decodeDeployments.ts"
 import type { AlertWebhookConfig } from "./decodeAlerts.ts"
+import type { BatchesConfig } from "./decodeBatches.ts"
 
 /**
  * One upstream endpoint the gateway calls: the plugin spec's type and its key. A plugin loaded from the operator config
@@ -90,6 +91,8 @@ export interface OperatorConfigData {
   readonly alerts?: ReadonlyArray<AlertWebhookConfig> | undefined
   /** Absent: the defaults (`RoutingDefaults`). */
   readonly routing?: RoutingConfig | undefined
+  /** The batch worker's share of the deployments, lines at once and lease (absent: `BatchesDefaults`). */
+  readonly batches?: BatchesConfig | undefined
   /** Stored Responses API responses: kept this many days (30 when absent), then deleted. */
   readonly responses?: { readonly retentionDays: number }
   /** Batch files (`/v1/files`, and the output and error files batches write): kept this many days (30 when absent). */

@@ -3,6 +3,7 @@ import type { ModelConfig, OperatorConfigData, UpstreamConfig } from "./Operator
 import { expandEnv, Unresolved } from "./expandEnv.ts"
 import { Input } from "./ConfigInput.ts"
 import { decodeAlerts } from "./decodeAlerts.ts"
+import { decodeBatches } from "./decodeBatches.ts"
 import { decodeDeployments, decodeRouting, decodeUpstreamLimits, type UpstreamLimits } from "./decodeDeployments.ts"
 import {
   isPriceName,
@@ -61,6 +62,7 @@ export const decodeOperatorConfig = (
     "video",
     "responses",
     "files",
+    "batches",
     "rateLimits",
     "routing",
     "alerts"
@@ -116,6 +118,7 @@ export const decodeOperatorConfig = (
         OperatorConfigDefaults.videoRetentionDays
       )
     },
+    batches: decodeBatches(input, root.batches),
     responses: {
       retentionDays: input.positiveInt(
         responses.retentionDays,

@@ -124,7 +124,11 @@ export class BatchStore extends Context.Service<
     readonly listAll: (page: OperatorBatchPage) => Effect.Effect<ReadonlyArray<BatchRow>, StoreUnavailable>
     /** The sums of the holds `holdIds` of an account (a batch's line holds, by their ids). */
     readonly money: (accountId: string, holdIds: ReadonlyArray<string>) => Effect.Effect<BatchMoney, StoreUnavailable>
-    /** Takes up to `limit` unfinished batches whose lease is free, for `owner` until `until`. */
+    /**
+     * Takes up to `limit` unfinished batches whose lease is free, for `owner` until `until`. A lease `owner` holds
+     * already is free to it: its worker claims at the start of a round, when it runs no batch, so such a lease is one
+     * a failed round left behind (a commit the database did not take) and the batch is taken again at once.
+     */
     readonly claimDue: (
       owner: string,
       now: Date,

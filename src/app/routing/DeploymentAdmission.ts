@@ -5,6 +5,28 @@ import type { Admission, RateLimiter } from "../RateLimiter.ts"
 import type { Deployment, RouteHint } from "./Deployments.ts"
 
 /**
+ * A batch line's own slots: its share of each capacity that has a `maxConcurrency` (at least one slot), counted apart
+ * from the capacity's own slots, which the line takes as well.
+ */
+const batchShares = (hint: RouteHint, capacities: ReadonlyArray<readonly [string, number | null]>) =>
+  hint.batchSharePercent === undefined
+    ? []
+    : capacities.flatMap(([key, capacity]) =>
+        capacity === null
+          ? []
+          : [
+              {
+                key: `batch:${key}`,
+                limits: {
+                  rpm: null,
+                  tpm: null,
+                  concurrency: Math.max(1, Math.floor((capacity * (hint.batchSharePercent as number)) / 100))
+                }
+              }
+            ]
+      )
+
+/**
  * Admits an attempt under the deployment's and its upstream's own limits (their slots, released together), or says
  * when to retry once one of them is reached.
  */
@@ -18,7 +40,12 @@ export const admit = (
     const { rpm, tpm, maxConcurrency } = deployment.config
     const shared = upstreamLimits.get(deployment.config.upstream.name)
     const slots: Array<Admission> = []
+    const upstream = deployment.config.upstream.name
     const limited = [
+      ...batchShares(hint, [
+        [`deployment:${deployment.model}/${deployment.id}`, maxConcurrency],
+        [`upstream:${upstream}`, shared?.maxConcurrency ?? null]
+      ]),
       rpm !== null || tpm !== null || maxConcurrency !== null
         ? {
             key: `deployment:${deployment.model}/${deployment.id}`,
@@ -27,7 +54,7 @@ export const admit = (
         : undefined,
       shared !== undefined && (shared.rpm !== null || shared.tpm !== null || shared.maxConcurrency !== null)
         ? {
-            key: `upstream:${deployment.config.upstream.name}`,
+            key: `upstream:${upstream}`,
             limits: { rpm: shared.rpm, tpm: shared.tpm, concurrency: shared.maxConcurrency }
           }
         : undefined

@@ -55,6 +55,11 @@ export interface RouteHint {
   readonly tokens?: number | undefined
   /** Keep the deployment's in-flight slot until the response has been sent (a stream), not just until it starts. */
   readonly streamed?: boolean | undefined
+  /**
+   * A batch line's call: it may take only this percent of each deployment's and upstream's `maxConcurrency`, so
+   * interactive calls keep the rest (app/batch/BatchWorker.ts); past it the deployment counts as saturated.
+   */
+  readonly batchSharePercent?: number | undefined
 }
 
 /** One deployment of one model, as routing keeps it. */

@@ -1,7 +1,7 @@
 /**
  * A batch survives its gateway: the gateway stops mid-batch (lines in flight under their holds), a new one starts on
  * the same database and finishes the batch from its events — every line has exactly one hold and one settlement, the
- * output file has each line once, and nothing stays held. On the real Postgres of `TEST_DATABASE_URL` when set (a fresh
+ * output file has each line once, the ledger agrees with it line by line (BatchChecks.ts), and nothing stays held. On the real Postgres of `TEST_DATABASE_URL` when set (a fresh
  * database, dropped afterwards), else on a PGlite data directory (whose first start takes much longer).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -17,6 +17,7 @@ import { memoryPglite } from "../../support/PgliteTemplate.ts"
 import { runPostgres } from "../../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { makeAdmin } from "../chat/ChatHarness.ts"
+import { assertLineByLine } from "./BatchChecks.ts"
 
 let slow: RunningSimulator
 let dir: string
@@ -102,15 +103,13 @@ it("resumes after a restart: each line held once, billed once, in the output onc
   expect(batch.status).toBe("completed")
   expect(batch.request_counts).toEqual({ total: 24, completed: 24, failed: 0 })
   const output = (await (await openai.files.content(batch.output_file_id as string)).text()).trim().split("\n")
-  expect(output.map((line) => JSON.parse(line).custom_id)).toEqual(lines.map((line) => line.custom_id))
-
   const ledger = await makeAdmin(gateway).ledger(customer.accountId)
-  const holds = ledger.filter((entry) => entry.type === "HoldPlaced")
-  expect(new Set(holds.map((entry) => entry.holdId)).size).toBe(24)
-  expect(holds).toHaveLength(24)
-  const settled = ledger.filter((entry) => entry.type === "UsageRecalculated")
-  expect(new Set(settled.map((entry) => entry.holdId)).size).toBe(24)
-  expect(settled).toHaveLength(24)
+  assertLineByLine(
+    output.map((line) => JSON.parse(line)),
+    lines.map((line) => line.custom_id),
+    ledger,
+    { input: 75_000n, output: 300_000n }
+  )
   const balance = await makeAdmin(gateway).balance(customer.accountId)
   expect(balance.held).toBe("0.000000")
   await gateway.close()
