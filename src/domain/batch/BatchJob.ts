@@ -8,19 +8,12 @@
  * many workers race for it or however often a worker restarts.
  */
 import { parseDecimal } from "../Money.ts"
+import type { BatchStatus } from "./BatchStatus.ts"
 import { linesAtEnd } from "./ExpiredLines.ts"
 
 export const batchStream = (batchId: string): string => `batch-${batchId}`
 
-export type BatchStatus =
-  | "validating"
-  | "in_progress"
-  | "finalizing"
-  | "completed"
-  | "failed"
-  | "expired"
-  | "cancelling"
-  | "cancelled"
+export type { BatchStatus } from "./BatchStatus.ts"
 
 /** How a batch ended. */
 export type BatchEnding = "completed" | "failed" | "expired" | "cancelled"
