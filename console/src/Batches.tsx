@@ -48,7 +48,12 @@ export const percentDone = (done: number, total: number) => (total <= 0 ? 0 : Ma
 export const usePages = <T,>(load: (after: string | undefined) => Promise<ListPage<T>>) => {
   const [cursors, setCursors] = useState<ReadonlyArray<string | undefined>>([undefined])
   const after = cursors[cursors.length - 1]
-  const page = useAsync(() => load(after), [after])
+  const loaded = useAsync(async () => ({ after, page: await load(after) }), [after])
+  // Another page's rows are not shown while this one loads (useAsync keeps the last data on screen).
+  const page: Async<ListPage<T>> = {
+    ...loaded,
+    data: loaded.data !== undefined && loaded.data.after === after ? loaded.data.page : undefined
+  }
   const older = () => {
     const last = page.data?.last_id
     if (last != null) setCursors([...cursors, last])

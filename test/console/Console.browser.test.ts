@@ -536,6 +536,15 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await operator.getByRole("link", { name: "← Batches" }).click()
     await table.locator(`[data-batch="${slowMessages}"][data-status=cancelled]`).waitFor()
     await shot(operator, "batches")
+    // Pages of 20, following the API's cursor: 17 more make 21 batches for the account.
+    for (let i = 0; i < 17; i++) await messageBatch("sim-openai", 1)
+    await operator.locator("select[name=batch-account]").selectOption(account.id)
+    await operator.waitForFunction(() => document.querySelectorAll("[data-testid=admin-batch-row]").length === 20)
+    await operator.getByRole("button", { name: "Older" }).click()
+    await table.locator(`[data-batch="${done}"]`).waitFor()
+    assert.strictEqual(await table.getByTestId("admin-batch-row").count(), 1)
+    await operator.getByRole("button", { name: "Newer" }).click()
+    await operator.waitForFunction(() => document.querySelectorAll("[data-testid=admin-batch-row]").length === 20)
     // At phone width the tables scroll inside their cards; the page does not scroll sideways.
     await operator.setViewportSize({ width: 390, height: 844 })
     assert.isAtMost(await operator.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), 0)
