@@ -275,40 +275,37 @@ const OpenAiRow = ({ api, batch: b, onChange }: { api: Client; batch: OpenAiBatc
   )
 }
 
-const OpenAiBatches = ({ api }: { api: Client }) => {
-  const { page, index, older, newer } = usePages((after) =>
-    loadPage<OpenAiBatch>(api, `/v1/batches?limit=${PAGE_SIZE}${after ? `&after=${encodeURIComponent(after)}` : ""}`)
-  )
-  useBatchRefresh(
-    page.reload,
-    (page.data?.data ?? []).map((b) => b.status)
-  )
+/** One surface's batches: its table, paged by the API's cursors and refreshed while one of them runs. */
+const BatchCard = <T extends { readonly id: string }>(props: {
+  readonly title: string
+  readonly path: string
+  readonly testId: string
+  readonly empty: string
+  readonly columns: ReadonlyArray<string>
+  readonly load: (after: string | undefined) => Promise<ListPage<T>>
+  readonly statusOf: (batch: T) => string
+  readonly row: (batch: T, reload: () => void) => ComponentChildren
+}) => {
+  const { page, index, older, newer } = usePages(props.load)
+  useBatchRefresh(page.reload, (page.data?.data ?? []).map(props.statusOf))
   return (
-    <Card wide title="OpenAI batches" actions={<span class="muted small mono">/v1/batches</span>}>
-      <PageBody page={page} empty="No batch yet: upload a JSONL file to /v1/files, then POST /v1/batches.">
+    <Card wide title={props.title} actions={<span class="muted small mono">{props.path}</span>}>
+      <PageBody page={page} empty={props.empty}>
         {(rows) => (
-          <table data-testid="openai-batches">
+          <table data-testid={props.testId}>
             <thead>
               <tr>
-                <th>Batch</th>
-                <th>Status</th>
-                <th>Requests</th>
-                <th>Created / ended (UTC)</th>
-                <th>Charged</th>
-                <th>Files</th>
-                <th>Action</th>
+                {props.columns.map((column) => (
+                  <th key={column}>{column}</th>
+                ))}
               </tr>
             </thead>
-            <tbody>
-              {rows.map((b) => (
-                <OpenAiRow key={b.id} api={api} batch={b} onChange={page.reload} />
-              ))}
-            </tbody>
+            <tbody>{rows.map((batch) => props.row(batch, page.reload))}</tbody>
           </table>
         )}
       </PageBody>
       <Pager
-        label="OpenAI batch pages"
+        label={`Pages of ${props.title}`}
         index={index}
         hasMore={page.data?.has_more ?? false}
         older={older}
@@ -317,6 +314,21 @@ const OpenAiBatches = ({ api }: { api: Client }) => {
     </Card>
   )
 }
+
+const after = (name: string, cursor: string | undefined) => (cursor ? `&${name}=${encodeURIComponent(cursor)}` : "")
+
+const OpenAiBatches = ({ api }: { api: Client }) => (
+  <BatchCard<OpenAiBatch>
+    title="OpenAI batches"
+    path="/v1/batches"
+    testId="openai-batches"
+    empty="No batch yet: upload a JSONL file to /v1/files, then POST /v1/batches."
+    columns={["Batch", "Status", "Requests", "Created / ended (UTC)", "Charged", "Files", "Action"]}
+    load={(cursor) => loadPage<OpenAiBatch>(api, `/v1/batches?limit=${PAGE_SIZE}${after("after", cursor)}`)}
+    statusOf={(b) => b.status}
+    row={(b, reload) => <OpenAiRow key={b.id} api={api} batch={b} onChange={reload} />}
+  />
+)
 
 /** What the lines without a result are: waiting while the batch runs, never run once it has ended. */
 export const unrunLabel = (status: string) => (RUNNING.includes(status) ? "pending" : "not run")
@@ -382,50 +394,20 @@ const MessageRow = ({ api, batch: b, onChange }: { api: Client; batch: MessageBa
   )
 }
 
-const MessageBatches = ({ api }: { api: Client }) => {
-  const { page, index, older, newer } = usePages((after) =>
-    loadPage<MessageBatch>(
-      api,
-      `/v1/messages/batches?limit=${PAGE_SIZE}${after ? `&after_id=${encodeURIComponent(after)}` : ""}`
-    )
-  )
-  useBatchRefresh(
-    page.reload,
-    (page.data?.data ?? []).map((b) => b.processing_status)
-  )
-  return (
-    <Card wide title="Anthropic message batches" actions={<span class="muted small mono">/v1/messages/batches</span>}>
-      <PageBody page={page} empty="No message batch yet: POST /v1/messages/batches.">
-        {(rows) => (
-          <table data-testid="message-batches">
-            <thead>
-              <tr>
-                <th>Batch</th>
-                <th>Status</th>
-                <th>Requests</th>
-                <th>Created / ended (UTC)</th>
-                <th>Results</th>
-                <th>Action</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((b) => (
-                <MessageRow key={b.id} api={api} batch={b} onChange={page.reload} />
-              ))}
-            </tbody>
-          </table>
-        )}
-      </PageBody>
-      <Pager
-        label="Message batch pages"
-        index={index}
-        hasMore={page.data?.has_more ?? false}
-        older={older}
-        newer={newer}
-      />
-    </Card>
-  )
-}
+const MessageBatches = ({ api }: { api: Client }) => (
+  <BatchCard<MessageBatch>
+    title="Anthropic message batches"
+    path="/v1/messages/batches"
+    testId="message-batches"
+    empty="No message batch yet: POST /v1/messages/batches."
+    columns={["Batch", "Status", "Requests", "Created / ended (UTC)", "Results", "Action"]}
+    load={(cursor) =>
+      loadPage<MessageBatch>(api, `/v1/messages/batches?limit=${PAGE_SIZE}${after("after_id", cursor)}`)
+    }
+    statusOf={(b) => b.processing_status}
+    row={(b, reload) => <MessageRow key={b.id} api={api} batch={b} onChange={reload} />}
+  />
+)
 
 export const HolderBatches = ({ api }: { api: Client }) => (
   <>

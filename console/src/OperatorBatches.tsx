@@ -15,19 +15,9 @@ import {
   useBatchRefresh,
   usePages
 } from "./Batches.tsx"
+import { BATCH_STATUSES } from "../../src/domain/batch/BatchStatus.ts"
 import { Progress } from "./Videos.tsx"
 import { Card, ErrorBox, Loading, Money, StatusBadge, useAsync } from "./ui.tsx"
-
-const STATUSES = [
-  "validating",
-  "in_progress",
-  "finalizing",
-  "completed",
-  "failed",
-  "expired",
-  "cancelling",
-  "cancelled"
-] as const
 
 const SURFACES = { openai: "OpenAI", anthropic: "Anthropic" } as const
 
@@ -73,7 +63,7 @@ export const OperatorBatchesView = ({ api }: { api: Client }) => {
             Status
             <select name="batch-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
               <option value="">all</option>
-              {STATUSES.map((s) => (
+              {BATCH_STATUSES.map((s) => (
                 <option key={s} value={s}>
                   {s.replace("_", " ")}
                 </option>
