@@ -10,7 +10,7 @@ import { BatchEndedUnfinished } from "../CliErrors.ts"
 import { JsonOutput } from "../CliSettings.ts"
 import { BATCH_STATUSES } from "../../domain/batch/BatchStatus.ts"
 import { printAnswer, printJson } from "../Output.ts"
-import { nonBlankFlag } from "../Params.ts"
+import { nonBlankFlag, pageFlags } from "../Params.ts"
 import { batchEnded, batchListView, batchProgress, batchSummaryLine, batchView } from "./BatchesView.ts"
 import { progressDisplay } from "./VideosProgress.ts"
 
@@ -28,19 +28,7 @@ const list = Command.make(
       Flag.withDescription("Only batches in this status"),
       Flag.optional
     ),
-    limit: Flag.Int("limit").pipe(
-      Flag.withDescription("Batches per page, 1 to 100 (default 20)"),
-      Flag.filter(
-        (limit) => limit >= 1 && limit <= 100,
-        () => "a page size from 1 to 100"
-      ),
-      Flag.optional
-    ),
-    after: nonBlankFlag("after").pipe(
-      Flag.withMetavar("id"),
-      Flag.withDescription("Start after this batch id (the last id of the previous page)"),
-      Flag.optional
-    )
+    ...pageFlags("Batches", "batch id")
   },
   Effect.fn("batches.list")(function* ({ account, status, limit, after }) {
     const answer = yield* (yield* AdminClient).listBatches({
