@@ -29,7 +29,7 @@ export interface RegisteredModel {
 }
 
 /** Any model with its plugin; `kind` says which endpoints serve it (`endpoint`: a new kind's own endpoint). */
-export type ResolvedModel =
+export type ResolvedModel = (
   | { readonly kind: "chat"; readonly plugin: ChatPlugin; readonly model: PluginModel }
   | { readonly kind: "images"; readonly plugin: ImagesPlugin; readonly model: PluginModel }
   | { readonly kind: "videos"; readonly plugin: VideosPlugin; readonly model: PluginModel }
@@ -37,6 +37,10 @@ export type ResolvedModel =
   | { readonly kind: "transcription"; readonly plugin: TranscriptionPlugin; readonly model: PluginModel }
   | { readonly kind: "speech"; readonly plugin: SpeechPlugin; readonly model: PluginModel }
   | { readonly kind: "endpoint"; readonly plugin: EndpointPlugin; readonly model: PluginModel }
+) & {
+  /** The model's `batchDiscountPercent` (its batch lines' prices: app/batch/BatchPricing.ts); the gateway's, not a plugin's. */
+  readonly batchDiscountPercent?: number | undefined
+}
 
 /** A new kind the gateway serves, the path its plugins declared, and the model a request naming none is for. */
 export interface EndpointKind {
@@ -241,7 +245,13 @@ export const buildRegistry = (
         maxOutputTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
         ...(model.hostedTools === undefined ? {} : { hostedTools: model.hostedTools })
       }
-      entries.set(model.id, resolvedOf(plugin, registered))
+      const resolved = resolvedOf(plugin, registered)
+      entries.set(
+        model.id,
+        model.batchDiscountPercent === undefined
+          ? resolved
+          : { ...resolved, batchDiscountPercent: model.batchDiscountPercent }
+      )
       catalog.push({ id: model.id, ownedBy: ownedBy(model.id), created, displayName: model.id })
     })
     return { entries, catalog, plugins: byId, endpoints }

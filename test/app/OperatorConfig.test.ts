@@ -151,6 +151,27 @@ describe("OperatorConfig", () => {
     })
   )
 
+  it.effect("reads a model's batchDiscountPercent (0 to 100) and names anything else at its path", () =>
+    Effect.gen(function* () {
+      const model = (discount: string) =>
+        `  - { id: m, plugin: text, upstreams: [a], pricing: { input: "1", output: "2" }, batchDiscountPercent: ${discount} }`
+      const config = yield* parseYaml(
+        withModels(`${model("0")}
+  - { id: n, plugin: text, upstreams: [a], pricing: { input: "1", output: "2" }, batchDiscountPercent: 100 }
+  - { id: o, plugin: text, upstreams: [a], pricing: { input: "1", output: "2" } }`)
+      )
+      assert.deepStrictEqual(
+        config.models.map((m) => m.batchDiscountPercent),
+        [0, 100, undefined]
+      )
+      for (const bad of ["101", "-5", "12.5", '"half"']) {
+        assert.deepStrictEqual(yield* issuesOf(withModels(model(bad))), [
+          "models[0].batchDiscountPercent: expected a whole percentage from 0 to 100"
+        ])
+      }
+    })
+  )
+
   it.effect("expands $VAR references in any string, keeps escaped ones literal, and reads integers from them", () =>
     Effect.gen(function* () {
       const config = yield* parseYaml(

@@ -122,7 +122,8 @@ const chatPlan = (
   Effect.gen(function* () {
     const chat: ChatInput = { dialect, body, key, requestId, ...turn }
     const planned = yield* planChat(services.registry, services.dialects, chat).pipe(Effect.mapError(refused))
-    const plan = { ...planned, model: batchPriced(planned.model) }
+    const discount = services.registry.resolve(planned.modelId)?.batchDiscountPercent
+    const plan = { ...planned, model: batchPriced(planned.model, discount) }
     const batchSharePercent = services.batchSharePercent
     const run = Effect.gen(function* () {
       const called = yield* Effect.exit(
@@ -163,14 +164,11 @@ const embeddingsPlan = (
 ) =>
   Effect.gen(function* () {
     const read = yield* readEmbeddingsRequest(body).pipe(Effect.mapError(refused))
-    const { plugin, model: configured } = yield* resolveModel(
-      services.registry,
-      "embeddings",
-      read.model,
-      key,
-      "POST /v1/embeddings"
-    ).pipe(Effect.mapError(refused))
-    const model = batchPriced(configured)
+    const entry = yield* resolveModel(services.registry, "embeddings", read.model, key, "POST /v1/embeddings").pipe(
+      Effect.mapError(refused)
+    )
+    const { plugin } = entry
+    const model = batchPriced(entry.model, entry.batchDiscountPercent)
     const texts = read.request.inputs.flatMap((input) => (input._tag === "Text" ? [input.text] : []))
     const tokenIds = read.request.inputs.reduce(
       (n, input) => n + (input._tag === "Tokens" ? input.tokens.length : 0),

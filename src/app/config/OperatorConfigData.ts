@@ -55,6 +55,11 @@ export interface ModelConfig {
   readonly contextWindow?: number | undefined
   /** A hosted tool (web search, …) the model's upstream does not run: left out with a warning (`omit`) or refused. */
   readonly hostedTools?: "omit" | "refuse" | undefined
+  /**
+   * Percent off every interactive price for a batch line where the model sets no batch price key (`batchInput`,
+   * `batchOutput`); absent: 50 (app/batch/BatchPricing.ts).
+   */
+  readonly batchDiscountPercent?: number | undefined
 }
 
 /** How deployments' health is learned and how far one request may retry (`routing:` in the file). */

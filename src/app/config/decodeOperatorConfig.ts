@@ -236,7 +236,8 @@ const decodeModels = (
       "pricing",
       "maxOutputTokens",
       "contextWindow",
-      "hostedTools"
+      "hostedTools",
+      "batchDiscountPercent"
     ])
     if (fields === undefined) return
     const id = input.string(fields.id, `${path}.id`)
@@ -267,6 +268,7 @@ const decodeModels = (
     if (hostedTools !== undefined && hostedTools !== "omit" && hostedTools !== "refuse") {
       input.issue(`${path}.hostedTools`, `must be "omit" or "refuse", not "${hostedTools}"`)
     }
+    const batchDiscountPercent = percentOff(input, fields.batchDiscountPercent, `${path}.batchDiscountPercent`)
     if (id === undefined || plugin === undefined || upstreamModel === undefined || pricing === undefined) return
     models.push({
       id,
@@ -276,10 +278,20 @@ const decodeModels = (
       pricing,
       maxOutputTokens,
       contextWindow,
-      ...(hostedTools === "refuse" || hostedTools === "omit" ? { hostedTools } : {})
+      ...(hostedTools === "refuse" || hostedTools === "omit" ? { hostedTools } : {}),
+      ...(batchDiscountPercent === undefined ? {} : { batchDiscountPercent })
     })
   })
   return models
+}
+
+/** A whole percentage from 0 to 100 (a discount off the interactive prices); undefined when absent or wrong. */
+const percentOff = (input: Input, raw: unknown, path: string): number | undefined => {
+  if (raw === undefined || raw === null) return undefined
+  const value = typeof raw === "string" && /^[0-9]+$/.test(raw) ? Number(raw) : raw
+  if (typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= 100) return value
+  input.issue(path, "expected a whole percentage from 0 to 100")
+  return undefined
 }
 
 const decodePricing = (input: Input, raw: unknown, path: string): ModelPricing | undefined => {

@@ -20,17 +20,20 @@ upstreams:
 models:
   - { id: sim-openai, plugin: text, upstreams: [sim-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-anthropic, plugin: text, upstreams: [sim-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60", batchInput: "0.10", batchOutput: "0.40" } }
-  - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" } }
+  - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" }, batchDiscountPercent: 20 }
   - { id: broken-model, plugin: text, upstreams: [broken], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-embedding, plugin: embeddings, upstreams: [sim-openai], upstreamModel: sim-embedding, pricing: { input: "0.02" } }
   - { id: slow-model, plugin: text, upstreams: [slow], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
 `
 
-/** Micro-dollars per 1M tokens at batch prices: explicit keys, else half the interactive ones. */
+/**
+ * Micro-dollars per 1M tokens at batch prices: explicit keys (sim-anthropic), else the interactive ones less the
+ * model's `batchDiscountPercent` (sim-gemini: 20 % off), else half (sim-openai).
+ */
 export const BATCH_PRICES: Record<string, { input: bigint; output: bigint }> = {
   "sim-openai": { input: 75_000n, output: 300_000n },
   "sim-anthropic": { input: 100_000n, output: 400_000n },
-  "sim-gemini": { input: 75_000n, output: 300_000n }
+  "sim-gemini": { input: 120_000n, output: 480_000n }
 }
 
 export const ceilPerMillion = (tokens: number, price: bigint) => (BigInt(tokens) * price + 999_999n) / 1_000_000n
