@@ -117,10 +117,18 @@ describe("OperatorConfig", () => {
       assert.deepStrictEqual((yield* parseYaml(withModels(model))).batches, {
         deploymentSharePercent: 50,
         concurrency: 4,
-        leaseSeconds: 120
+        leaseSeconds: 120,
+        vendorPollMillis: 30_000
       })
-      const set = yield* parseYaml(`${withModels(model)}batches: { deploymentSharePercent: 25, leaseSeconds: 30 }\n`)
-      assert.deepStrictEqual(set.batches, { deploymentSharePercent: 25, concurrency: 4, leaseSeconds: 30 })
+      const set = yield* parseYaml(
+        `${withModels(model)}batches: { deploymentSharePercent: 25, leaseSeconds: 30, vendorPollMillis: 500 }\n`
+      )
+      assert.deepStrictEqual(set.batches, {
+        deploymentSharePercent: 25,
+        concurrency: 4,
+        leaseSeconds: 30,
+        vendorPollMillis: 500
+      })
       const issues = yield* issuesOf(
         `${withModels(model)}batches: { deploymentSharePercent: 150, concurrency: 0, share: 1 }\n`
       )

@@ -35,7 +35,7 @@ export interface LineCommits {
   readonly finish: Commit
 }
 
-const failed = (
+export const failedLine = (
   base: Pick<LineResult, "line" | "customId" | "requestId">,
   holdId: string | null,
   statusCode: number,
@@ -74,7 +74,7 @@ export const runLine = (
     const planned = yield* planLine(services, endpoint, key, input.body, requestId)
     if (planned._tag === "Failure") {
       const { status, code, message } = planned.failure
-      yield* commits.finish(failed(base, null, status, { code, message }), { _tag: "None" })
+      yield* commits.finish(failedLine(base, null, status, { code, message }), { _tag: "None" })
       return "ran"
     }
     const plan = planned.success
@@ -96,7 +96,7 @@ export const runLine = (
       if (started === "taken") return "ran"
       if (started !== "started") {
         const error = { code: "insufficient_quota", message: started.message }
-        yield* commits.finish(failed(base, null, 402, error), { _tag: "None" })
+        yield* commits.finish(failedLine(base, null, 402, error), { _tag: "None" })
         return "ran"
       }
     }
@@ -104,7 +104,7 @@ export const runLine = (
     if (ran._tag === "Failure") {
       const { status, code, message, release, wait } = ran.failure
       if (wait) return "waiting"
-      yield* commits.finish(failed(base, holdId, status, { code, message }), {
+      yield* commits.finish(failedLine(base, holdId, status, { code, message }), {
         _tag: "Release",
         holdId,
         reason: release
