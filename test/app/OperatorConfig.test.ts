@@ -140,6 +140,29 @@ describe("OperatorConfig", () => {
     })
   )
 
+  it.effect("reads an upstream's batch: true (openai and anthropic only) and names anything else at its path", () =>
+    Effect.gen(function* () {
+      const upstreams = (a: string, b: string, g: string) => `
+upstreams:
+  a: { protocol: openai, baseUrl: "https://a.example/v1", apiKey: "k"${a} }
+  b: { protocol: anthropic, baseUrl: "https://b.example", apiKey: "k"${b} }
+  g: { protocol: gemini, baseUrl: "https://g.example", apiKey: "k"${g} }
+models:
+  - { id: m, plugin: text, upstreams: [a, b, g], pricing: { input: "1", output: "2" } }
+`
+      const config = yield* parseYaml(upstreams(", batch: true", ", batch: true", ""))
+      assert.deepStrictEqual(
+        config.models[0]?.upstreams.map((upstream) => upstream.batch),
+        [true, true, undefined]
+      )
+      const issues = yield* issuesOf(upstreams(', batch: "yes"', "", ", batch: true"))
+      assert.deepStrictEqual(issues, [
+        "upstreams.a.batch: expected true or false",
+        "upstreams.g.batch: only an upstream of protocol openai or anthropic has a batch API"
+      ])
+    })
+  )
+
   it.effect("reads a model's hostedTools setting (omit or refuse) and names anything else at its path", () =>
     Effect.gen(function* () {
       const config = yield* parseYaml(

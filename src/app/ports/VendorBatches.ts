@@ -8,6 +8,8 @@ import type { ChatCall, Dialect } from "@tollgate/plugin-spec"
 import { Context, type Effect, Schema } from "effect"
 import type { UpstreamConfig } from "../OperatorConfig.ts"
 
+export type { UpstreamConfig }
+
 /** The vendor could not be asked (down, refused, unreadable): the worker tries again at its next poll. */
 export class VendorBatchFailed extends Schema.TaggedError<VendorBatchFailed>()("VendorBatchFailed", {
   message: Schema.String

@@ -9,8 +9,8 @@
 import { Effect, Layer, Result } from "effect"
 import { randomUUID } from "node:crypto"
 import { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
-import type { UpstreamConfig } from "../../app/OperatorConfig.ts"
 import {
+  type UpstreamConfig,
   VendorBatches,
   VendorBatchFailed,
   type VendorLine,
