@@ -17,10 +17,21 @@ export interface BatchesConfig {
   readonly vendorPollMillis: number
 }
 
-export const BatchesDefaults: BatchesConfig = { deploymentSharePercent: 50, concurrency: 4, leaseSeconds: 120, vendorPollMillis: 30_000 }
+export const BatchesDefaults: BatchesConfig = {
+  deploymentSharePercent: 50,
+  concurrency: 4,
+  leaseSeconds: 120,
+  vendorPollMillis: 30_000
+}
 
 export const decodeBatches = (input: Input, raw: unknown): BatchesConfig => {
-  const fields = input.object(raw, "batches", ["deploymentSharePercent", "concurrency", "leaseSeconds", "vendorPollMillis"], false) ?? {}
+  const fields =
+    input.object(
+      raw,
+      "batches",
+      ["deploymentSharePercent", "concurrency", "leaseSeconds", "vendorPollMillis"],
+      false
+    ) ?? {}
   const share = input.positiveInt(
     fields.deploymentSharePercent,
     "batches.deploymentSharePercent",

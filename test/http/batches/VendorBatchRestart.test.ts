@@ -92,11 +92,18 @@ const submit = async (gateway: TestGateway, key: string, prefix: string) => {
     custom_id: `l-${i}`,
     method: "POST",
     url: "/v1/chat/completions",
-    body: { model: `${prefix}-${i % 2 === 0 ? "openai" : "anthropic"}`, messages: [{ role: "user", content: `N ${i}` }] }
+    body: {
+      model: `${prefix}-${i % 2 === 0 ? "openai" : "anthropic"}`,
+      messages: [{ role: "user", content: `N ${i}` }]
+    }
   }))
   const content = `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
   const file = await openai.files.create({ file: await toFile(Buffer.from(content), "in.jsonl"), purpose: "batch" })
-  const batch = await openai.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" })
+  const batch = await openai.batches.create({
+    input_file_id: file.id,
+    endpoint: "/v1/chat/completions",
+    completion_window: "24h"
+  })
   return batch.id
 }
 
@@ -125,7 +132,8 @@ const finish = async (gateway: TestGateway, customer: { key: string; accountId: 
       output: bigint
     }
     const expected =
-      ceilPerMillion(body.usage.prompt_tokens, prices.input) + ceilPerMillion(body.usage.completion_tokens, prices.output)
+      ceilPerMillion(body.usage.prompt_tokens, prices.input) +
+      ceilPerMillion(body.usage.completion_tokens, prices.output)
     const hold = ledger.filter((entry) => entry.type === "HoldPlaced" && entry.requestId === line.response.request_id)
     expect(hold).toHaveLength(1)
     const settled = ledger.filter((entry) => entry.type === "UsageRecalculated" && entry.holdId === hold[0]?.holdId)

@@ -18,7 +18,7 @@ import { type Admin, makeAdmin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, ceilPerMillion, micros } from "./BatchHarness.ts"
 
 /** The gateway's config: `vb-openai` and `vb-anthropic` batch-capable, `sim-gemini` not; `slow` batches take a minute. */
-export const vendorConfig = (sim: string, slow: string) => `
+const vendorConfig = (sim: string, slow: string) => `
 upstreams:
   vb-openai: { protocol: openai, baseUrl: "${sim}/v1", apiKey: "sk-sim-test-key", batch: true }
   vb-anthropic: { protocol: anthropic, baseUrl: "${sim}", apiKey: "sk-sim-test-key", batch: true }
@@ -228,7 +228,11 @@ describe("vendor batches", () => {
       completion_window: "24h"
     })
     // Once the vendor has the batch and the gateway polls it (its id recorded), the client cancels.
-    for (let i = 0; i < 100 && !slow.calls().some((c) => c.method === "GET" && c.path.startsWith("/v1/batches/")); i++) {
+    for (
+      let i = 0;
+      i < 100 && !slow.calls().some((c) => c.method === "GET" && c.path.startsWith("/v1/batches/"));
+      i++
+    ) {
       await sleep(50)
     }
     expect((await admin.balance(customer.accountId)).held).not.toBe("0.000000")
