@@ -215,15 +215,18 @@ export const makeVendorLines = (context: VendorContext) => {
     Effect.gen(function* () {
       const upstream = upstreamNamed(group.upstream)
       if (vendor === undefined || upstream === undefined) return false
+      // A group's vendor calls (its submission, a retry of one that failed, a poll) at most once per `pollMillis`
+      // while the batch runs; once it is cancelling, at every round.
+      const nowMs = yield* Clock.currentTimeMillis
+      if (state.status === "in_progress" && nowMs - (lastPoll.get(group.tag) ?? 0) < context.pollMillis) return true
+      lastPoll.set(group.tag, nowMs)
       const vendorBatchId = yield* recordedId(state, key, group, inputs, upstream, commit)
       if (vendorBatchId === undefined) return false
+      if (group.vendorBatchId === null && state.status === "in_progress") return true
       if (state.status !== "in_progress" && !cancelSent.has(vendorBatchId)) {
         yield* vendor.cancel(upstream, vendorBatchId)
         cancelSent.add(vendorBatchId)
       }
-      const nowMs = yield* Clock.currentTimeMillis
-      if (nowMs - (lastPoll.get(group.tag) ?? 0) < context.pollMillis && state.status === "in_progress") return true
-      lastPoll.set(group.tag, nowMs)
       const polled = yield* vendor.poll(upstream, vendorBatchId)
       if (polled._tag === "Pending") return true
       for (const line of group.lines) {

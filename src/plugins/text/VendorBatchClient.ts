@@ -25,6 +25,7 @@ export const TAG_KEY = "tollgate_tag"
 const ENDED_OPENAI = new Set(["completed", "failed", "expired", "cancelled"])
 /** How far before its recorded submit a vendor batch may be stamped (clocks differ) and still be the group's. */
 const SKEW_SECONDS = 300
+const MAX_FIND_PAGES = 10
 
 const jsonText = (value: unknown) => JSON.stringify(value)
 
@@ -144,6 +145,32 @@ export const makeVendorBatchClient = (client: UpstreamClient["Service"]): Vendor
     })
 
   /**
+   * The vendor's batches, newest first, page by page (100 a page, at most `MAX_FIND_PAGES`) until one is older than
+   * `sinceSeconds`: a group's batch, if the vendor took it, was created after its group was recorded.
+   */
+  const recent = (upstream: UpstreamConfig, sinceSeconds: number) =>
+    Effect.gen(function* () {
+      const anthropic = upstream.protocol === "anthropic"
+      const seen: Array<Record<string, unknown>> = []
+      let after: string | undefined
+      for (let page = 0; page < MAX_FIND_PAGES; page++) {
+        const cursor = after === undefined ? "" : `&${anthropic ? "after_id" : "after"}=${encodeURIComponent(after)}`
+        const body = yield* json(
+          upstream,
+          "GET",
+          `${anthropic ? "/v1/messages/batches" : "/batches"}?limit=100${cursor}`
+        )
+        const data = Array.isArray(body.data) ? body.data.map(asRecord) : []
+        seen.push(...data)
+        const last = data.at(-1)
+        const lastCreated = anthropic ? Date.parse(String(last?.created_at)) / 1000 : Number(last?.created_at)
+        if (body.has_more !== true || typeof last?.id !== "string" || !(lastCreated >= sinceSeconds)) break
+        after = last.id
+      }
+      return seen
+    })
+
+  /**
    * OpenAI: the batch whose metadata carries the tag. Anthropic's batches carry no metadata: the oldest one created
    * since the group was recorded (less the clock skew) with as many requests as the group is taken for it
    * (docs/api/batches.md#vendor-batches says what that leaves open).
@@ -151,17 +178,14 @@ export const makeVendorBatchClient = (client: UpstreamClient["Service"]): Vendor
   const find: VendorBatches["Service"]["find"] = (upstream, tag, lines, since) =>
     Effect.gen(function* () {
       const sinceSeconds = since.getTime() / 1000 - SKEW_SECONDS
+      const batches = yield* recent(upstream, sinceSeconds)
       if (upstream.protocol !== "anthropic") {
-        const page = yield* json(upstream, "GET", "/batches?limit=100")
-        const data = Array.isArray(page.data) ? page.data.map(asRecord) : []
-        const found = data.find((batch) => asRecord(batch.metadata)[TAG_KEY] === tag)
+        const found = batches.find((batch) => asRecord(batch.metadata)[TAG_KEY] === tag)
         return typeof found?.id === "string" ? found.id : undefined
       }
-      const page = yield* json(upstream, "GET", "/v1/messages/batches?limit=100")
-      const data = Array.isArray(page.data) ? page.data.map(asRecord) : []
       const total = (counts: Record<string, unknown>) =>
         Object.values(counts).reduce<number>((sum, n) => sum + (typeof n === "number" ? n : 0), 0)
-      const candidates = data.filter(
+      const candidates = batches.filter(
         (batch) =>
           typeof batch.created_at === "string" &&
           Date.parse(batch.created_at) / 1000 >= sinceSeconds &&
