@@ -139,25 +139,23 @@ export const makeVendorLines = (context: VendorContext) => {
         const input = inputs[line] as InputLine
         const target = targetOf(state, input) as VendorTarget
         const planned = yield* plan(state, key, input)
-        if (planned._tag === "Failure") {
-          const { status, code, message } = planned.failure
-          yield* commit(
-            failedLine(
-              { line, customId: input.customId, requestId: lineRequestId(state.batchId, line) },
-              null,
-              status,
-              { code, message }
-            ),
-            { _tag: "None" }
-          )
-          continue
-        }
-        const refusal = yield* startLine(state, key, input, planned.success, target, lock)
+        const refusal =
+          planned._tag === "Failure"
+            ? {
+                status: planned.failure.status,
+                error: { code: planned.failure.code, message: planned.failure.message }
+              }
+            : yield* startLine(state, key, input, planned.success, target, lock)
         if (refusal === "started")
           byUpstream.set(target.upstream.name, [...(byUpstream.get(target.upstream.name) ?? []), line])
         else if (refusal !== "taken") {
           const base = { line, customId: input.customId, requestId: lineRequestId(state.batchId, line) }
-          yield* commit(failedLine(base, null, refusal.status, refusal.error), { _tag: "None" })
+          // Held by an earlier run that stopped before its group was recorded: its hold goes back.
+          const holdId = state.started.get(line)
+          yield* commit(
+            failedLine(base, holdId ?? null, refusal.status, refusal.error),
+            holdId === undefined ? { _tag: "None" } : { _tag: "Release", holdId, reason: "rejected" }
+          )
         }
       }
       for (const [upstream, lines] of byUpstream) {
