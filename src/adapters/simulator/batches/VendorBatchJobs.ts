@@ -121,14 +121,16 @@ export const makeVendorBatchJobs = (options: { readonly batchMillis: number }) =
       context: SimContext,
       cache: CacheKnobs
     ): VendorBatch => {
+      // Answered first: the batch's time runs from when the simulator has it (the first answer may load a tokenizer).
+      const lines = requests.map((line) => ({
+        customId: line.customId,
+        outcome: answer(api, line.body, request, context, cache)
+      }))
       const batch: VendorBatch = {
         id: nextId(api === "openai" ? "batch_sim" : "msgbatch_sim"),
         api,
         createdAtMs: Date.now(),
-        lines: requests.map((line) => ({
-          customId: line.customId,
-          outcome: answer(api, line.body, request, context, cache)
-        })),
+        lines,
         ...extra,
         state: { cancelledAtMs: undefined, outputFileId: null, errorFileId: null }
       }
