@@ -62,38 +62,43 @@ const readUpload = (request: RawSimRequest) => {
   return failure === undefined ? { fields, upload } : undefined
 }
 
+/** An ended batch's output file (answers with status 200) and error file (the others), each only when not empty. */
+const writeFiles = (jobs: VendorBatchJobs, batch: VendorBatch) => {
+  const row = (line: VendorBatch["lines"][number], n: number) => {
+    const outcome = line.outcome.current
+    const status = outcome._tag === "Answered" ? outcome.status : 500
+    const body = outcome._tag === "Answered" ? outcome.body : null
+    return JSON.stringify({
+      id: `batch_req_${batch.id}_${n}`,
+      custom_id: line.customId,
+      response: { status_code: status, request_id: `req_${batch.id}_${n}`, body },
+      error: null
+    })
+  }
+  const ok = batch.lines.flatMap((line, n) =>
+    line.outcome.current._tag === "Answered" && line.outcome.current.status === 200 ? [row(line, n)] : []
+  )
+  const bad = batch.lines.flatMap((line, n) =>
+    line.outcome.current._tag === "Answered" && line.outcome.current.status === 200 ? [] : [row(line, n)]
+  )
+  const write = (rows: ReadonlyArray<string>, suffix: string) =>
+    rows.length === 0
+      ? null
+      : jobs.addFile({
+          filename: `${batch.id}_${suffix}.jsonl`,
+          purpose: "batch_output",
+          content: `${rows.join("\n")}\n`
+        }).id
+  batch.state.outputFileId = write(ok, "output")
+  batch.state.errorFileId = write(bad, "error")
+}
+
 /** Writes an ended OpenAI batch's output and error files once; answers its object. */
 const openAiBatch = (jobs: VendorBatchJobs, batch: VendorBatch) => {
   const phase = jobs.phaseOf(batch)
   const ended = phase._tag === "Ended"
   if (ended && !phase.cancelled && batch.state.outputFileId === null && batch.state.errorFileId === null) {
-    const row = (line: VendorBatch["lines"][number], n: number) => {
-      const outcome = line.outcome.current
-      const status = outcome._tag === "Answered" ? outcome.status : 500
-      const body = outcome._tag === "Answered" ? outcome.body : null
-      return JSON.stringify({
-        id: `batch_req_${batch.id}_${n}`,
-        custom_id: line.customId,
-        response: { status_code: status, request_id: `req_${batch.id}_${n}`, body },
-        error: null
-      })
-    }
-    const ok = batch.lines.flatMap((line, n) =>
-      line.outcome.current._tag === "Answered" && line.outcome.current.status === 200 ? [row(line, n)] : []
-    )
-    const bad = batch.lines.flatMap((line, n) =>
-      line.outcome.current._tag === "Answered" && line.outcome.current.status === 200 ? [] : [row(line, n)]
-    )
-    const write = (rows: ReadonlyArray<string>, suffix: string) =>
-      rows.length === 0
-        ? null
-        : jobs.addFile({
-            filename: `${batch.id}_${suffix}.jsonl`,
-            purpose: "batch_output",
-            content: `${rows.join("\n")}\n`
-          }).id
-    batch.state.outputFileId = write(ok, "output")
-    batch.state.errorFileId = write(bad, "error")
+    writeFiles(jobs, batch)
   }
   const ok = batch.lines.filter(
     (line) => line.outcome.current._tag === "Answered" && line.outcome.current.status === 200
@@ -175,6 +180,49 @@ const segmentAfter = (path: string, prefix: string) => {
   return rest === "" || rest.includes("/") ? undefined : decodeURIComponent(rest)
 }
 
+/** `POST /v1/batches`: the input file's requests, answered now, shown at the end of the batch's time. */
+const createOpenAiBatch = (request: RawSimRequest, jobs: VendorBatchJobs, context: SimContext, cache: CacheKnobs) => {
+  const body = request.body
+  const file = jobs.file(stringField(body, "input_file_id") ?? "")
+  if (file === undefined) return invalid("input_file_id: no such file", "input_file_id")
+  const endpoint = stringField(body, "endpoint")
+  if (endpoint !== "/v1/chat/completions")
+    return invalid("The simulator batches only /v1/chat/completions.", "endpoint")
+  const lines = file.content
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map(parseLine)
+  const requests = lines.map((line) => ({
+    customId: stringField(line, "custom_id") ?? "",
+    body: field(line, "body")
+  }))
+  const metadata = field(body, "metadata")
+  const batch = jobs.submit(
+    "openai",
+    requests,
+    { metadata: isRecord(metadata) ? (metadata as Record<string, string>) : null, inputFileId: file.id, endpoint },
+    request,
+    context,
+    cache
+  )
+  return json(200, openAiBatch(jobs, batch))
+}
+
+const listOpenAiBatches = (request: RawSimRequest, jobs: VendorBatchJobs) => {
+  const limit = Number(request.query.get("limit") ?? "20")
+  const data = jobs
+    .list("openai")
+    .slice(0, limit)
+    .map((batch) => openAiBatch(jobs, batch))
+  return json(200, {
+    object: "list",
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: false
+  })
+}
+
 const openAiRoute = (request: RawSimRequest, jobs: VendorBatchJobs): VendorBatchRoute | undefined => {
   const { method, path } = request
   const guarded = (handle: VendorBatchRoute["handle"]): VendorBatchRoute => ({
@@ -203,49 +251,9 @@ const openAiRoute = (request: RawSimRequest, jobs: VendorBatchJobs): VendorBatch
     )
   }
   if (method === "POST" && path === "/v1/batches") {
-    return guarded((context, cache) => {
-      const body = request.body
-      const file = jobs.file(stringField(body, "input_file_id") ?? "")
-      if (file === undefined) return invalid("input_file_id: no such file", "input_file_id")
-      const endpoint = stringField(body, "endpoint")
-      if (endpoint !== "/v1/chat/completions")
-        return invalid("The simulator batches only /v1/chat/completions.", "endpoint")
-      const lines = file.content
-        .split("\n")
-        .filter((line) => line.trim() !== "")
-        .map(parseLine)
-      const requests = lines.map((line) => ({
-        customId: stringField(line, "custom_id") ?? "",
-        body: field(line, "body")
-      }))
-      const metadata = field(body, "metadata")
-      const batch = jobs.submit(
-        "openai",
-        requests,
-        { metadata: isRecord(metadata) ? (metadata as Record<string, string>) : null, inputFileId: file.id, endpoint },
-        request,
-        context,
-        cache
-      )
-      return json(200, openAiBatch(jobs, batch))
-    })
+    return guarded((context, cache) => createOpenAiBatch(request, jobs, context, cache))
   }
-  if (method === "GET" && path === "/v1/batches") {
-    return guarded(() => {
-      const limit = Number(request.query.get("limit") ?? "20")
-      const data = jobs
-        .list("openai")
-        .slice(0, limit)
-        .map((batch) => openAiBatch(jobs, batch))
-      return json(200, {
-        object: "list",
-        data,
-        first_id: data[0]?.id ?? null,
-        last_id: data.at(-1)?.id ?? null,
-        has_more: false
-      })
-    })
-  }
+  if (method === "GET" && path === "/v1/batches") return guarded(() => listOpenAiBatches(request, jobs))
   if (path.startsWith("/v1/batches/")) {
     const cancel = method === "POST" && path.endsWith("/cancel")
     const id = segmentAfter(cancel ? path.slice(0, -"/cancel".length) : path, "/v1/batches/")
