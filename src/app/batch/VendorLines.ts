@@ -17,33 +17,17 @@ import { openGroups, type VendorGroup, vendorLines } from "../../domain/batch/Ve
 import { parseDecimal } from "../../domain/Money.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
 import type { ModelConfig, UpstreamConfig } from "../OperatorConfig.ts"
-import type { VendorBatches, VendorLine } from "../ports/VendorBatches.ts"
+import type { VendorBatches, VendorLine, VendorLineResult } from "../ports/VendorBatches.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
 import type { makeCommits } from "./BatchCommits.ts"
 import { type Commit, failedLine } from "./BatchLineRun.ts"
 import { finishLine } from "./VendorResults.ts"
+import { type VendorTarget, vendorTargetOf } from "./VendorTargets.ts"
 import { lineHoldId, lineRequestId } from "./BatchOutput.ts"
 import { type LinePlan, type LineServices, planLine } from "./LinePlans.ts"
 
 /** Lines one round puts into vendor batches, per client batch (the rest wait for the next round). */
 const MAX_LINES_PER_ROUND = 1_000
-
-export interface VendorTarget {
-  readonly upstream: UpstreamConfig
-  readonly upstreamModel: string
-}
-
-/** The first deployment of a text model whose upstream is batch-capable, in the routing's order of preference. */
-export const vendorTargetOf = (models: ReadonlyArray<ModelConfig>, modelId: unknown): VendorTarget | undefined => {
-  const model = models.find((candidate) => candidate.id === modelId)
-  if (model === undefined || model.plugin !== "text") return undefined
-  const deployments =
-    model.deployments === undefined
-      ? model.upstreams.map((upstream) => ({ upstream, upstreamModel: model.upstreamModel }))
-      : [...model.deployments].sort((a, b) => a.priority - b.priority)
-  const found = deployments.find((deployment) => deployment.upstream.batch === true)
-  return found === undefined ? undefined : { upstream: found.upstream, upstreamModel: found.upstreamModel }
-}
 
 export interface VendorContext {
   readonly vendor: VendorBatches["Service"] | undefined
@@ -212,7 +196,11 @@ export const makeVendorLines = (context: VendorContext) => {
   ) =>
     Effect.gen(function* () {
       const upstream = upstreamNamed(group.upstream)
-      if (vendor === undefined || upstream === undefined) return false
+      if (vendor === undefined || upstream === undefined) {
+        // The operator took the upstream (or its batch API) out of the config: its lines can no longer be read back.
+        const gone: VendorLineResult = { _tag: "Errored", status: 502, message: "its vendor upstream is gone" }
+        return yield* Effect.as(finishAll(state, key, group, inputs, gone, commit), false)
+      }
       // A group's vendor calls (its submission, a retry of one that failed, a poll) at most once per `pollMillis`
       // while the batch runs; once it is cancelling, at every round.
       const nowMs = yield* Clock.currentTimeMillis
@@ -227,14 +215,31 @@ export const makeVendorLines = (context: VendorContext) => {
       }
       const polled = yield* vendor.poll(upstream, vendorBatchId)
       if (polled._tag === "Pending") return true
-      for (const line of group.lines) {
-        const input = inputs[line]
-        if (input === undefined || state.lines.has(line)) continue
-        yield* finishLine(services, state, key, input, polled.results.get(vendorId(line)) ?? polled.missing, commit)
-      }
+      yield* finishAll(state, key, group, inputs, polled.missing, commit, polled.results)
       lastPoll.delete(group.tag)
       return false
     })
+
+  /** Commits each unfinished line of the group: its result in `results`, else `missing`. */
+  const finishAll = (
+    state: BatchState,
+    key: AuthenticatedKey,
+    group: VendorGroup,
+    inputs: ReadonlyArray<InputLine>,
+    missing: VendorLineResult,
+    commit: Commit,
+    results: ReadonlyMap<string, VendorLineResult> = new Map()
+  ) =>
+    Effect.forEach(
+      group.lines,
+      (line) => {
+        const input = inputs[line]
+        return input === undefined || state.lines.has(line)
+          ? Effect.void
+          : finishLine(services, state, key, input, results.get(vendorId(line)) ?? missing, commit)
+      },
+      { discard: true }
+    )
 
   /** The group's vendor batch id: recorded, found at the vendor, or from a submission now (then recorded). */
   const recordedId = (

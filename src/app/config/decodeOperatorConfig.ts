@@ -152,7 +152,7 @@ const decodeAuth = (input: Input, raw: unknown, path: string): { readonly auth?:
 }
 
 /**
- * `batch: true` marks an upstream whose vendor batch API takes the batch lines of its models (app/batch/VendorLines.ts):
+ * `batch: true` marks an upstream whose vendor batch API takes the batch lines of its models (app/batch/VendorTargets.ts):
  * only OpenAI's and Anthropic's protocols have one.
  */
 const decodeBatchCapable = (input: Input, raw: unknown, path: string, protocol: string): { batch?: true } => {
