@@ -37,7 +37,8 @@ import { lineRequestId, renderOutput } from "./BatchOutput.ts"
 import type { LineServices } from "./BatchLineRun.ts"
 import { runChunk } from "./BatchChunk.ts"
 import type { VendorBatches } from "../ports/VendorBatches.ts"
-import { makeVendorLines, submitKey } from "./VendorLines.ts"
+import { makeVendorLines } from "./VendorLines.ts"
+import { submitKey } from "./VendorResults.ts"
 
 export interface BatchWorkerOptions {
   readonly enabled: boolean

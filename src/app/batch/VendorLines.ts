@@ -14,7 +14,6 @@ import { randomUUID } from "node:crypto"
 import type { InputLine, LineEndpoint } from "../../domain/batch/BatchInput.ts"
 import { type BatchState, pendingLines } from "../../domain/batch/BatchJob.ts"
 import { openGroups, type VendorGroup, vendorLines } from "../../domain/batch/VendorGroups.ts"
-import { parseDecimal } from "../../domain/Money.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
 import type { ModelConfig, UpstreamConfig } from "../OperatorConfig.ts"
 import type { VendorBatches, VendorLine, VendorLineResult } from "../ports/VendorBatches.ts"
@@ -49,18 +48,12 @@ export interface VendorStep {
 
 const vendorId = (line: number) => `line-${line}`
 
-/** The batch's key as it was at submit: what a cancelled batch's vendor results are delivered with once it is gone. */
-export const submitKey = (state: BatchState): AuthenticatedKey => ({
-  keyId: state.key.keyId,
-  accountId: state.accountId,
-  models: state.key.models,
-  spendLimit: state.key.spendLimit === null ? null : (parseDecimal(state.key.spendLimit) ?? null)
-})
-
 export const makeVendorLines = (context: VendorContext) => {
   const { vendor, commits, services } = context
   const lastPoll = new Map<string, number>()
   const cancelSent = new Set<string>()
+  /** Groups this run recorded and has not yet sent: nothing of them can be at the vendor, so nothing is looked for. */
+  const unsent = new Set<string>()
   const upstreamNamed = (name: string) =>
     context.models.flatMap((model) => model.upstreams).find((upstream) => upstream.name === name)
 
@@ -144,11 +137,12 @@ export const makeVendorLines = (context: VendorContext) => {
       }
       for (const [upstream, lines] of byUpstream) {
         const tag = `tg_${randomUUID().replaceAll("-", "")}`
-        yield* commits.record(
+        const recorded = yield* commits.record(
           state.batchId,
           (at) => ({ type: "VendorSubmit", tag, upstream, lines, at }),
           commits.plainAppend
         )
+        if (recorded._tag === "Written") unsent.add(tag)
       }
     })
 
@@ -252,10 +246,22 @@ export const makeVendorLines = (context: VendorContext) => {
   ) =>
     Effect.gen(function* () {
       if (group.vendorBatchId !== null || vendor === undefined) return group.vendorBatchId ?? undefined
-      const found = yield* vendor.find(upstream, group.tag, group.lines.length, new Date(group.submittingAt))
+      const found = unsent.delete(group.tag)
+        ? undefined
+        : yield* vendor.find(upstream, group.tag, group.lines.length, new Date(group.submittingAt))
       // Cancelled before the vendor had it: nothing there to wait for (the batch's end releases the holds).
       if (found === undefined && state.status !== "in_progress") return undefined
-      const id = found ?? (yield* submitGroup(state, key, group, inputs, upstream, commit))
+      const submitted =
+        found === undefined ? yield* Effect.result(submitGroup(state, key, group, inputs, upstream, commit)) : undefined
+      if (submitted?._tag === "Failure") {
+        const failure = submitted.failure
+        if (failure._tag !== "VendorBatchFailed" || !failure.refused) return yield* Effect.fail(failure)
+        // The vendor will not take it (a 4xx): its lines end errored, their holds released, rather than wait a day.
+        const refused = { _tag: "Errored", status: 400, message: failure.message } as const
+        yield* finishAll(state, key, group, inputs, refused, commit)
+        return undefined
+      }
+      const id = found ?? submitted?.success
       if (id === undefined) return undefined
       yield* commits.record(
         state.batchId,

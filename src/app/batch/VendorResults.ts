@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import type { InputLine, LineEndpoint } from "../../domain/batch/BatchInput.ts"
 import type { BatchState, LineResult } from "../../domain/batch/BatchJob.ts"
-import { formatMicros } from "../../domain/Money.ts"
+import { formatMicros, parseDecimal } from "../../domain/Money.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
 import type { VendorLineResult } from "../ports/VendorBatches.ts"
 import { type Commit, failedLine } from "./BatchLineRun.ts"
@@ -70,3 +70,11 @@ export const finishLine = (
       }
     }
   })
+
+/** The batch's key as it was at submit: what a cancelled batch's vendor results are delivered with once it is gone. */
+export const submitKey = (state: BatchState): AuthenticatedKey => ({
+  keyId: state.key.keyId,
+  accountId: state.accountId,
+  models: state.key.models,
+  spendLimit: state.key.spendLimit === null ? null : (parseDecimal(state.key.spendLimit) ?? null)
+})

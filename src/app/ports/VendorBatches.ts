@@ -10,9 +10,13 @@ import type { UpstreamConfig } from "../OperatorConfig.ts"
 
 export type { UpstreamConfig }
 
-/** The vendor could not be asked (down, refused, unreadable): the worker tries again at its next poll. */
+/**
+ * The vendor could not be asked (down, overloaded, our key refused, unreadable): the worker tries again at its next
+ * poll; or (`refused`) it answered that it will not take the request (another 4xx), which asking again would not change.
+ */
 export class VendorBatchFailed extends Schema.TaggedError<VendorBatchFailed>()("VendorBatchFailed", {
-  message: Schema.String
+  message: Schema.String,
+  refused: Schema.Boolean
 }) {}
 
 /** One line for the vendor: its custom id there, and the interactive call it stands for. */

@@ -9,6 +9,7 @@
 import { Effect, Layer, Result } from "effect"
 import { randomUUID } from "node:crypto"
 import { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
+import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
 import {
   type UpstreamConfig,
   VendorBatches,
@@ -26,6 +27,13 @@ const ENDED_OPENAI = new Set(["completed", "failed", "expired", "cancelled"])
 /** How far before its recorded submit a vendor batch may be stamped (clocks differ) and still be the group's. */
 const SKEW_SECONDS = 300
 const MAX_FIND_PAGES = 10
+
+/** A 4xx that asking again will not change: not our key refused, not a rate limit, a timeout or a conflict. */
+const refusal4xx = (error: UpstreamError): boolean =>
+  error.reason._tag === "HttpStatus" &&
+  error.reason.status >= 400 &&
+  error.reason.status < 500 &&
+  ![401, 403, 408, 409, 429].includes(error.reason.status)
 
 const jsonText = (value: unknown) => JSON.stringify(value)
 
@@ -93,7 +101,11 @@ export const makeVendorBatchClient = (client: UpstreamClient["Service"]): Vendor
       .pipe(
         Effect.flatMap((response) => response.body.text),
         Effect.mapError(
-          (error) => new VendorBatchFailed({ message: `${upstream.name}: ${failureFromUpstream(error).message}` })
+          (error) =>
+            new VendorBatchFailed({
+              message: `${upstream.name}: ${failureFromUpstream(error).message}`,
+              refused: refusal4xx(error)
+            })
         )
       )
   const json = (upstream: UpstreamConfig, method: "GET" | "POST", path: string, body?: unknown) =>
@@ -103,7 +115,7 @@ export const makeVendorBatchClient = (client: UpstreamClient["Service"]): Vendor
   const idOf = (record: Record<string, unknown>, what: string) =>
     typeof record.id === "string"
       ? Effect.succeed(record.id)
-      : Effect.fail(new VendorBatchFailed({ message: `the vendor's answer to ${what} carries no id` }))
+      : Effect.fail(new VendorBatchFailed({ message: `the vendor's answer to ${what} carries no id`, refused: false }))
 
   const built = (line: VendorLine, upstream: UpstreamConfig) => {
     const protocol = upstream.protocol === "anthropic" ? "anthropic" : "openai"

@@ -18,22 +18,25 @@ import { type Admin, makeAdmin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, ceilPerMillion, micros } from "./BatchHarness.ts"
 
 /** The gateway's config: `vb-openai` and `vb-anthropic` batch-capable, `sim-gemini` not; `slow` batches take a minute. */
-const vendorConfig = (sim: string, slow: string) => `
+const vendorConfig = (sim: string, slow: string, refusing: string) => `
 upstreams:
   vb-openai: { protocol: openai, baseUrl: "${sim}/v1", apiKey: "sk-sim-test-key", batch: true }
   vb-anthropic: { protocol: anthropic, baseUrl: "${sim}", apiKey: "sk-sim-test-key", batch: true }
   sim-gemini: { protocol: gemini, baseUrl: "${sim}", apiKey: "sk-sim-test-key" }
   slow-openai: { protocol: openai, baseUrl: "${slow}/v1", apiKey: "sk-sim-test-key", batch: true }
+  refusing: { protocol: openai, baseUrl: "${refusing}/v1", apiKey: "sk-sim-test-key", batch: true }
 models:
   - { id: sim-openai, plugin: text, upstreams: [vb-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-anthropic, plugin: text, upstreams: [vb-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60", batchInput: "0.10", batchOutput: "0.40" } }
   - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" } }
   - { id: slow-openai, plugin: text, upstreams: [slow-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
+  - { id: refused-openai, plugin: text, upstreams: [refusing], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
 batches: { vendorPollMillis: 100 }
 `
 
 let sim: RunningSimulator
 let slow: RunningSimulator
+let refusing: RunningSimulator
 let gateway: TestGateway
 let admin: Admin
 let dir: string
@@ -41,9 +44,10 @@ let dir: string
 beforeAll(async () => {
   sim = await startSimulator({ batchMillis: 300 })
   slow = await startSimulator({ batchMillis: 60_000 })
+  refusing = await startSimulator({ faults: { status: 400 } })
   dir = mkdtempSync(join(tmpdir(), "tollgate-vendor-batches-"))
   const configPath = join(dir, "tollgate.yaml")
-  writeFileSync(configPath, vendorConfig(sim.baseUrl, slow.baseUrl))
+  writeFileSync(configPath, vendorConfig(sim.baseUrl, slow.baseUrl, refusing.baseUrl))
   gateway = await startTestGateway({ configPath, batches: { pollMillis: 50, concurrency: 8, chunk: 64 } })
   admin = makeAdmin(gateway)
 }, 30_000)
@@ -52,6 +56,7 @@ afterAll(async () => {
   await gateway?.close()
   await sim?.close()
   await slow?.close()
+  await refusing?.close()
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -251,5 +256,37 @@ describe("vendor batches", () => {
     const balance = await admin.balance(customer.accountId)
     expect(balance.held).toBe("0.000000")
     expect(balance.captured).toBe("0.000000")
+  }, 30_000)
+
+  it("ends the lines of a submission the vendor refuses (a 400) as errored, their holds released, without retrying", async () => {
+    const customer = await admin.customer({ deposit: "5" })
+    const openai = new OpenAI({ apiKey: customer.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
+    const lines = Array.from({ length: 3 }, (_, i) => ({
+      custom_id: `r-${i}`,
+      method: "POST",
+      url: "/v1/chat/completions",
+      body: { model: "refused-openai", messages: [{ role: "user", content: `No ${i}.` }], max_tokens: 32 }
+    }))
+    const content = `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
+    const file = await openai.files.create({ file: await toFile(Buffer.from(content), "in.jsonl"), purpose: "batch" })
+    const created = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/chat/completions",
+      completion_window: "24h"
+    })
+    let batch = created
+    for (let i = 0; i < 100 && batch.status !== "completed"; i++) {
+      await sleep(50)
+      batch = await openai.batches.retrieve(created.id)
+    }
+    expect(batch.request_counts).toEqual({ total: 3, completed: 0, failed: 3 })
+    const errors = (await (await openai.files.content(batch.error_file_id as string)).text()).trim().split("\n")
+    expect(errors.map((line) => JSON.parse(line).response.status_code)).toEqual([400, 400, 400])
+    // One upload refused, nothing looked for (the group was never sent), nothing sent again.
+    expect(refusing.calls().map((call) => `${call.method} ${call.path}`)).toEqual(["POST /v1/files"])
+    const ledger = await admin.ledger(customer.accountId)
+    expect(ledger.filter((entry) => entry.type === "HoldPlaced")).toHaveLength(3)
+    expect(ledger.filter((entry) => entry.type === "RefundIssued")).toHaveLength(3)
+    expect((await admin.balance(customer.accountId)).held).toBe("0.000000")
   }, 30_000)
 })
