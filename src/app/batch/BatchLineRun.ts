@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import type { InputLine, LineEndpoint } from "../../domain/batch/BatchInput.ts"
 import type { BatchState, LineResult } from "../../domain/batch/BatchJob.ts"
 import type { RefundReason } from "../../domain/ledger/LedgerEvent.ts"
+import { usageMetrics } from "../../domain/ledger/UsageMetrics.ts"
 import { formatMicros, type Micros } from "../../domain/Money.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
 import type { PlaceHoldInput } from "../Ledger.ts"
@@ -25,6 +26,17 @@ export type LineMoney =
 
 /** Fails only when the store is unreachable: the line then runs again in a later round. */
 export type Commit = (result: LineResult, money: LineMoney) => Effect.Effect<void, StoreUnavailable>
+
+/** `commit`, counting a settled line's tokens towards its key's `tpm` once it is committed, as an interactive call's. */
+export const countingTokens =
+  (commit: Commit, recordTokens: (keyId: string, tokens: number) => Effect.Effect<void>, keyId: string): Commit =>
+  (result, money) =>
+    money._tag !== "Settle"
+      ? commit(result, money)
+      : Effect.tap(commit(result, money), () => {
+          const { inputTokens, outputTokens } = usageMetrics(money.usage)
+          return recordTokens(keyId, inputTokens + outputTokens)
+        })
 
 /** A line's two commits: its start with its hold's placing, its result with the hold's resolution. */
 export interface LineCommits {

@@ -150,7 +150,8 @@ export const makeBatchWorker = (context: WorkerContext) =>
         Effect.flatMap(Clock.currentTimeMillis, (ms) =>
           store.keepLease(batchId, workerId, new Date(ms + options.leaseMillis))
         ),
-      load: store.load
+      load: store.load,
+      recordTokens: limiter.recordTokens
     })
 
     /**

@@ -19,7 +19,7 @@ import type { ModelConfig, UpstreamConfig } from "../OperatorConfig.ts"
 import type { VendorBatches, VendorLine, VendorLineResult } from "../ports/VendorBatches.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
 import type { makeCommits } from "./BatchCommits.ts"
-import { type Commit, failedLine } from "./BatchLineRun.ts"
+import { type Commit, countingTokens, failedLine } from "./BatchLineRun.ts"
 import { finishLine } from "./VendorResults.ts"
 import { type VendorTarget, vendorTargetOf } from "./VendorTargets.ts"
 import { lineHoldId, lineRequestId } from "./BatchOutput.ts"
@@ -38,6 +38,8 @@ export interface VendorContext {
   /** Keeps the worker's claim while a long step runs. */
   readonly keepLease: (batchId: string) => Effect.Effect<boolean, StoreUnavailable>
   readonly load: (batchId: string) => Effect.Effect<BatchState | undefined, StoreUnavailable>
+  /** Counts a settled line's tokens towards its key's `tpm`, as a gateway-run line's are (BatchChunk.ts). */
+  readonly recordTokens: (keyId: string, tokens: number) => Effect.Effect<void>
 }
 
 /** What the gateway runs itself this round, and whether vendor batches are still out. */
@@ -294,7 +296,7 @@ export const makeVendorLines = (context: VendorContext) => {
   const step = (state: BatchState, key: AuthenticatedKey, inputs: ReadonlyArray<InputLine>) =>
     Effect.gen(function* () {
       const lock = yield* Semaphore.make(1)
-      const commit = commits.finish(state.batchId, lock)
+      const commit = countingTokens(commits.finish(state.batchId, lock), context.recordTokens, key.keyId)
       let latest = state
       if (vendor !== undefined && state.status === "in_progress") {
         yield* recordNewGroups(state, key, inputs, commit, lock)
