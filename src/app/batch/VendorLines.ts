@@ -200,7 +200,8 @@ export const makeVendorLines = (context: VendorContext) => {
       // A group's vendor calls (its submission, a retry of one that failed, a poll) at most once per `pollMillis`
       // while the batch runs; once it is cancelling, at every round.
       const nowMs = yield* Clock.currentTimeMillis
-      if (state.status === "in_progress" && nowMs - (lastPoll.get(group.tag) ?? 0) < context.pollMillis) return true
+      const last = lastPoll.get(group.tag)
+      if (state.status === "in_progress" && last !== undefined && nowMs - last < context.pollMillis) return true
       lastPoll.set(group.tag, nowMs)
       const vendorBatchId = yield* recordedId(state, key, group, inputs, upstream, commit)
       if (vendorBatchId === undefined) return false
