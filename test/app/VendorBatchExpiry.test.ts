@@ -4,7 +4,7 @@
  * line's hold — nothing billed for lines whose results never came back.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import { mkdtempSync, writeFileSync } from "node:fs"
