@@ -12,7 +12,7 @@ import {
 } from "./api.ts"
 import { UsageChart } from "./UsageChart.tsx"
 import { isRunning, VideoList } from "./Videos.tsx"
-import { Card, copyText, Empty, ErrorBox, Loading, Money, navigate, useAsync, useInterval } from "./ui.tsx"
+import { Card, copyText, Empty, ErrorBox, Loading, Money, navigate, saveBlob, useAsync, useInterval } from "./ui.tsx"
 
 // ---------- accounts ----------
 
@@ -532,14 +532,7 @@ const downloadCsv = (rows: ReadonlyArray<LedgerEntry>, accountId: string) => {
         .join(",")
     )
   ]
-  const blob = new Blob([`${lines.join("\r\n")}\r\n`], { type: "text/csv" })
-  const link = document.createElement("a")
-  link.href = URL.createObjectURL(blob)
-  link.download = `ledger-${accountId}.csv`
-  document.body.append(link)
-  link.click()
-  link.remove()
-  setTimeout(() => URL.revokeObjectURL(link.href), 1000)
+  saveBlob(new Blob([`${lines.join("\r\n")}\r\n`], { type: "text/csv" }), `ledger-${accountId}.csv`)
 }
 
 const LedgerSection = ({ api, accountId }: { api: Client; accountId: string }) => {

@@ -77,8 +77,14 @@ export const client = (secret: string): Client => {
     return response
   }
   return {
-    json: async <T>(path: string, init?: { method?: string; body?: unknown }) =>
-      (await (await request(path, init)).json()) as T,
+    json: async <T>(path: string, init?: { method?: string; body?: unknown }) => {
+      const response = await request(path, init)
+      try {
+        return (await response.json()) as T
+      } catch {
+        throw new ApiFailure(response.status, `unexpected answer from ${path.split("?")[0]}: not JSON`, "bad_response")
+      }
+    },
     blob: async (path: string) => (await request(path)).blob()
   }
 }
@@ -269,3 +275,103 @@ export const subtractMoney = (a: string, b: string): string => {
 }
 
 export const shortDate = (iso: string | null) => (iso === null ? "—" : iso.replace("T", " ").slice(0, 19))
+
+// ---- batches (docs/api/batches.md) ----
+
+/** A cursor-paged list as `/v1/batches`, `/v1/messages/batches` and `/admin/batches` all answer. */
+export interface ListPage<T> {
+  readonly data: ReadonlyArray<T>
+  readonly last_id: string | null
+  readonly has_more: boolean
+}
+
+/** OpenAI's batch object, plus the gateway's `charge`. Times are Unix seconds. */
+export interface OpenAiBatch {
+  readonly id: string
+  readonly endpoint: string
+  readonly status:
+    | "validating"
+    | "in_progress"
+    | "finalizing"
+    | "completed"
+    | "failed"
+    | "expired"
+    | "cancelling"
+    | "cancelled"
+  readonly input_file_id: string
+  readonly output_file_id: string | null
+  readonly error_file_id: string | null
+  readonly errors: { readonly data: ReadonlyArray<{ readonly message: string }> } | null
+  readonly created_at: number
+  readonly completed_at: number | null
+  readonly failed_at: number | null
+  readonly expired_at: number | null
+  readonly cancelled_at: number | null
+  readonly request_counts: { readonly total: number; readonly completed: number; readonly failed: number }
+  readonly metadata: Readonly<Record<string, string>> | null
+  readonly charge: { readonly captured: string }
+}
+
+/** Anthropic's message batch object. Times are RFC 3339 strings. */
+export interface MessageBatch {
+  readonly id: string
+  readonly processing_status: "in_progress" | "canceling" | "ended"
+  readonly request_counts: {
+    readonly processing: number
+    readonly succeeded: number
+    readonly errored: number
+    readonly canceled: number
+    readonly expired: number
+  }
+  readonly created_at: string
+  readonly ended_at: string | null
+}
+
+/** A batch of either surface as `/admin/batches` shows it; `held` and `refunded` only in the single view. */
+export interface AdminBatch {
+  readonly id: string
+  readonly accountId: string
+  readonly keyId: string
+  readonly surface: "openai" | "anthropic"
+  readonly endpoint: string
+  readonly status: OpenAiBatch["status"]
+  readonly requestCounts: {
+    readonly total: number
+    readonly completed: number
+    readonly failed: number
+    readonly pending: number
+  }
+  readonly charged: string
+  readonly held?: string
+  readonly refunded?: string
+  readonly createdAt: string
+  readonly expiresAt: string | null
+  readonly inProgressAt: string | null
+  readonly cancellingAt: string | null
+  readonly endedAt: string | null
+  readonly outputFileId: string | null
+  readonly errorFileId: string | null
+  readonly error: string | null
+  readonly metadata: Readonly<Record<string, string>> | null
+}
+
+/** Reads a list page, refusing an answer that is not one (so the page shows an error, not a blank table). */
+export const loadPage = async <T extends { readonly id: string }>(api: Client, path: string): Promise<ListPage<T>> => {
+  const body = await api.json<unknown>(path)
+  const page = body as { data?: unknown; last_id?: unknown; has_more?: unknown }
+  const rows = typeof body === "object" && body !== null && Array.isArray(page.data) ? page.data : undefined
+  if (
+    rows === undefined ||
+    !rows.every((row) => typeof row === "object" && row !== null && typeof row.id === "string")
+  ) {
+    throw new ApiFailure(0, `unexpected answer from ${path.split("?")[0]}: not a list of batches`, "bad_response")
+  }
+  return {
+    data: rows as ReadonlyArray<T>,
+    last_id: typeof page.last_id === "string" ? page.last_id : null,
+    has_more: page.has_more === true
+  }
+}
+
+/** Unix seconds (OpenAI's times) as an ISO time, as the console's other times are. */
+export const unixIso = (seconds: number | null) => (seconds === null ? null : new Date(seconds * 1000).toISOString())

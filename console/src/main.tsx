@@ -2,8 +2,10 @@ import { render } from "preact"
 import { useMemo, useState } from "preact/hooks"
 import { client, loadSession, type Role, type Session, saveSession } from "./api.ts"
 import { AlertsView } from "./Alerts.tsx"
+import { HolderBatches } from "./Batches.tsx"
 import { BalanceCard, HolderOverview, HolderVideos, Playground, useKeyBalance } from "./Holder.tsx"
 import { AccountsView, AccountView, IntegrityView, isTab, ModelsView } from "./Operator.tsx"
+import { OperatorBatchesView, OperatorBatchView } from "./OperatorBatches.tsx"
 import { ErrorBox, navigate, useRoute } from "./ui.tsx"
 import { UpstreamsView } from "./Upstreams.tsx"
 import "./styles.css"
@@ -115,7 +117,10 @@ const OperatorApp = ({ session, onLogout }: { session: Session; onLogout: () => 
   let page: preact.ComponentChildren
   if (parts[0] === "accounts" && parts[1]) {
     page = <AccountView api={api} id={parts[1]} tab={isTab(parts[2]) ? parts[2] : "overview"} />
-  } else if (parts[0] === "models") page = <ModelsView api={api} />
+  } else if (parts[0] === "batches" && parts[1]) {
+    page = <OperatorBatchView api={api} id={decodeURIComponent(parts[1])} />
+  } else if (parts[0] === "batches") page = <OperatorBatchesView api={api} />
+  else if (parts[0] === "models") page = <ModelsView api={api} />
   else if (parts[0] === "upstreams") page = <UpstreamsView api={api} />
   else if (parts[0] === "alerts") page = <AlertsView api={api} />
   else if (parts[0] === "integrity") page = <IntegrityView api={api} />
@@ -126,6 +131,7 @@ const OperatorApp = ({ session, onLogout }: { session: Session; onLogout: () => 
       onLogout={onLogout}
       links={[
         ["/accounts", "Accounts"],
+        ["/batches", "Batches"],
         ["/models", "Models"],
         ["/upstreams", "Upstreams"],
         ["/alerts", "Alerts"],
@@ -148,7 +154,8 @@ const HolderApp = ({ session, onLogout }: { session: Session; onLogout: () => vo
       links={[
         ["/", "Overview"],
         ["/playground", "Playground"],
-        ["/videos", "Videos"]
+        ["/videos", "Videos"],
+        ["/batches", "Batches"]
       ]}
     >
       {path === "/playground" ? (
@@ -158,6 +165,8 @@ const HolderApp = ({ session, onLogout }: { session: Session; onLogout: () => vo
         </>
       ) : path === "/videos" ? (
         <HolderVideos api={api} />
+      ) : path === "/batches" ? (
+        <HolderBatches api={api} />
       ) : (
         <HolderOverview api={api} balance={balance} />
       )}

@@ -29,13 +29,16 @@ export const Empty = ({ children }: { children: ComponentChildren }) => <div cla
 export const Card = ({
   title,
   children,
-  actions
+  actions,
+  wide
 }: {
   title: string
   children: ComponentChildren
   actions?: ComponentChildren
+  /** Holds a table wider than the page: the card keeps the page's width and the table scrolls inside it. */
+  wide?: boolean
 }) => (
-  <section class="card" aria-label={title}>
+  <section class={wide ? "card wide" : "card"} aria-label={title}>
     <header class="card-head">
       <h2>{title}</h2>
       {actions}
@@ -122,3 +125,14 @@ export const copyText = async (text: string) => {
 export const StatusBadge = ({ status }: { status: string }) => (
   <span class={`badge badge-${status}`}>{status.replace("_", " ")}</span>
 )
+
+/** Hands `blob` to the browser as a download named `name` (from a blob: URL, so no secret goes in a URL). */
+export const saveBlob = (blob: Blob, name: string) => {
+  const link = document.createElement("a")
+  link.href = URL.createObjectURL(blob)
+  link.download = name
+  document.body.append(link)
+  link.click()
+  link.remove()
+  setTimeout(() => URL.revokeObjectURL(link.href), 1000)
+}

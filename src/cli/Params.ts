@@ -85,3 +85,20 @@ export const nonBlankFlag = (name: string) =>
       () => `a non-blank ${name}`
     )
   )
+
+/** A list command's paging: `--limit` (1 to 100, default 20 on the server) and `--after` (the last id of a page). */
+export const pageFlags = (items: string, id: string) => ({
+  limit: Flag.Int("limit").pipe(
+    Flag.withDescription(`${items} per page, 1 to 100 (default 20)`),
+    Flag.filter(
+      (limit) => limit >= 1 && limit <= 100,
+      () => "a page size from 1 to 100"
+    ),
+    Flag.optional
+  ),
+  after: nonBlankFlag("after").pipe(
+    Flag.withMetavar("id"),
+    Flag.withDescription(`Start after this ${id} (the last id of the previous page)`),
+    Flag.optional
+  )
+})

@@ -6,17 +6,7 @@
  */
 import { Counter, Gauge, type Registry } from "prom-client"
 import type { Batches } from "../app/batch/Batches.ts"
-
-const STATUSES = [
-  "validating",
-  "in_progress",
-  "finalizing",
-  "completed",
-  "failed",
-  "expired",
-  "cancelling",
-  "cancelled"
-] as const
+import { BATCH_STATUSES } from "../domain/batch/BatchStatus.ts"
 
 export const registerBatchMetrics = (
   registry: Registry,
@@ -32,7 +22,7 @@ export const registerBatchMetrics = (
     async collect() {
       const counts = await statuses()
       this.reset()
-      for (const status of STATUSES) this.set({ status }, counts[status] ?? 0)
+      for (const status of BATCH_STATUSES) this.set({ status }, counts[status] ?? 0)
     }
   })
   new Counter({

@@ -95,7 +95,7 @@ export const respond = <E, R>(handler: Handler<E, R>, dialect?: Dialect, pattern
     const metrics = yield* RequestMetrics
     metrics.observe({ route: pattern ?? path, method: request.method, status: response.status, seconds, telemetry })
     // A response billed before it is sent says what it cost and what is left (a stream is billed at its end: its
-    // cost comes as a closing SSE comment instead, see ChatGateway).
+    // cost comes in HTTP trailers instead, see StreamedReply.ts).
     const charged = telemetry.charge === undefined ? {} : costHeaders(telemetry.charge.cost, telemetry.balance)
     const finished = yield* untilResponseEnd(response, telemetry, logged(response.status))
     // `request-id` is the header the Anthropic SDK reads; `x-request-id` is everybody else's.

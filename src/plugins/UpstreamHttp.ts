@@ -17,7 +17,7 @@ import {
   type UpstreamHttp,
   type UpstreamHttpRequest
 } from "./ModelPlugin.ts"
-import { failureFromUpstream } from "./text/TextPlugin.ts"
+import { failureFromUpstream } from "./UpstreamFailure.ts"
 
 /**
  * An upstream error as a plugin from the operator config reads it. The built-in families keep the vendor's message of

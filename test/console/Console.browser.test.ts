@@ -4,11 +4,13 @@
  * image in the playground; the charges show in the operator's ledger and chart; a video runs to completion with a
  * progress bar and a player; an upstream is disabled and enabled again from the Upstreams page; the low-balance alert
  * the first charge raised is listed as delivered on the Alerts page and resent to the webhook; the key is revoked
- * and the playground is refused. Skipped, saying so, only when /usr/bin/chromium is absent (`.ci/run` installs it).
+ * and the playground is refused. Then batches: a key holder's on both surfaces (OpenAI's and Anthropic's) with their
+ * counts, progress, charge and downloads, one cancelled from the page; every account's for the operator, filtered,
+ * a batch's money, one cancelled from its page; each cancel agreed by the API. Skipped, saying so, only when /usr/bin/chromium is absent (`.ci/run` installs it).
  * `TOLLGATE_SCREENSHOTS=1` also writes docs/console-*.png.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -24,8 +26,9 @@ if (!available) console.warn(`console browser test skipped: ${CHROMIUM} is absen
 const root = resolve(import.meta.dirname, "../..")
 const shots = process.env.TOLLGATE_SCREENSHOTS === "1" ? join(root, "docs") : undefined
 
-const config = (sim: string, hook: string) => `
+const config = (sim: string, slow: string, hook: string) => `
 upstreams:
+  slow: { protocol: openai, baseUrl: "${slow}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   sim-openai: { protocol: openai, baseUrl: "${sim}/v1", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   sim-gemini: { protocol: gemini, baseUrl: "${sim}", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
   sim-ark: { protocol: ark, baseUrl: "${sim}/api/v3", apiKey: "sk-sim-test-key", timeoutMs: 20000 }
@@ -34,12 +37,15 @@ models:
   - { id: imgchat-2.5-flash-image, plugin: chat-image, upstreams: [sim-gemini], upstreamModel: imgchat-2.5-flash-image, pricing: { perCall: "0.039" } }
   - { id: imggen-2, plugin: dedicated-image, upstreams: [sim-openai], upstreamModel: imggen-2, pricing: { input: "5.00", output: "40.00" } }
   - { id: video-model-2.0-fast, plugin: video, upstreams: [sim-ark], upstreamModel: seedance-2-0-fast, pricing: { output: "1.40" } }
+  - { id: slow-model, plugin: text, upstreams: [slow], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
 video: { pollIntervalMs: 200, deadlineMinutes: 30, retentionDays: 7 }
 alerts:
   - { url: "${hook}", events: ["*"], secret: "whsec_console_test_secret_1", balanceBelow: "100.00" }
 `
 
 let sim: RunningSimulator
+/** Answers after 400 ms: a batch on it runs long enough to be cancelled from a page. */
+let slowSim: RunningSimulator
 /** The alert webhook: answers 200 and keeps what it was sent. */
 let receiver: Server
 const received: Array<{ readonly headers: IncomingHttpHeaders; readonly body: string }> = []
@@ -53,6 +59,7 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await build({ configFile: join(root, "console/vite.config.ts"), logLevel: "warn" })
     dir = mkdtempSync(join(tmpdir(), "tollgate-console-"))
     sim = await startSimulator({ videoMillis: 1500 })
+    slowSim = await startSimulator({ faults: { latencyMs: 400 } })
     receiver = createServer((request, response) => {
       const chunks: Array<Buffer> = []
       request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -64,7 +71,7 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await new Promise<void>((done) => receiver.listen(0, "127.0.0.1", done))
     const address = receiver.address()
     const hook = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/hook`
-    writeFileSync(join(dir, "tollgate.yaml"), config(sim.baseUrl, hook))
+    writeFileSync(join(dir, "tollgate.yaml"), config(sim.baseUrl, slowSim.baseUrl, hook))
     // The webhook is on loopback: the guarded fetcher may reach it only when told so.
     gateway = await startTestGateway({ configPath: join(dir, "tollgate.yaml"), fetchAllowHosts: ["127.0.0.1"] })
     context = await chromium.launchPersistentContext(join(dir, "profile"), {
@@ -94,6 +101,7 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     await context?.close()
     await gateway?.close()
     await sim?.close()
+    await slowSim?.close()
     await new Promise((done) => receiver?.close(done))
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
@@ -247,7 +255,6 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     const download = operator.waitForEvent("download")
     await operator.getByRole("button", { name: "Export CSV" }).click()
     const csvPath = await (await download).path()
-    const { readFileSync } = await import("node:fs")
     const csv = readFileSync(csvPath, "utf8").trim().split("\r\n")
     assert.strictEqual(csv.length, 2)
     assert.include(csv[1], "UsageRecalculated")
@@ -409,4 +416,173 @@ describe.skipIf(!available)("the web console in Chromium", () => {
     assert.isAtMost(await operator.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), 0)
     assert.deepStrictEqual(errors, [])
   }, 240_000)
+
+  it("batches: a holder's on both surfaces and every account's for the operator, with downloads and cancel", async () => {
+    const errors: Array<string> = []
+    const admin = (path: string, body?: unknown) => call(gateway.adminToken, path, body)
+    const account = (await admin("/admin/accounts", { name: "Batch Co" })) as { id: string }
+    await admin(`/admin/accounts/${account.id}/deposits`, { amount: "10.00", reference: "batches" })
+    const { key } = (await admin(`/admin/accounts/${account.id}/keys`, { name: "batches" })) as { key: string }
+    const v1 = (path: string, body?: unknown) => call(key, path, body)
+    const chatLine = (id: string, model: string) => ({
+      custom_id: id,
+      method: "POST",
+      url: "/v1/chat/completions",
+      body: { model, messages: [{ role: "user", content: `Say ${id}.` }], max_tokens: 20 }
+    })
+    const openAiBatch = async (model: string, lines: number) => {
+      const form = new FormData()
+      form.set("purpose", "batch")
+      const jsonl = Array.from({ length: lines }, (_, i) => JSON.stringify(chatLine(`${model}-${i}`, model))).join("\n")
+      form.set("file", new Blob([jsonl]), "lines.jsonl")
+      const file = (await call(key, "/v1/files", form)) as { id: string }
+      const body = { input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" }
+      return ((await v1("/v1/batches", body)) as { id: string }).id
+    }
+    const messageBatch = async (model: string, requests: number) => {
+      const params = (i: number) => ({ model, max_tokens: 20, messages: [{ role: "user", content: `Say ${i}.` }] })
+      const body = {
+        requests: Array.from({ length: requests }, (_, i) => ({ custom_id: `m-${i}`, params: params(i) }))
+      }
+      return ((await v1("/v1/messages/batches", body)) as { id: string }).id
+    }
+    const status = async (path: string) => (await v1(path)) as { status?: string; processing_status?: string }
+    // Two quick batches run to their end before the page opens; a slow one (96 lines at 400 ms, four at a time) is
+    // still running when it does, and another is submitted for the operator to cancel: the cancels cut them short.
+    const done = await openAiBatch("sim-openai", 2)
+    const ended = await messageBatch("sim-openai", 2)
+    await poll("the quick batches", async () => {
+      return (
+        (await status(`/v1/batches/${done}`)).status === "completed" &&
+        (await status(`/v1/messages/batches/${ended}`)).processing_status === "ended"
+      )
+    })
+    const slow = await openAiBatch("slow-model", 96)
+
+    // ---- key holder: both surfaces, labelled; downloads; a running batch's progress, then cancelled here ----
+    const holder = await context.newPage()
+    holder.on("pageerror", (e) => errors.push(`holder: ${e.message}`))
+    await signIn(holder, "Key holder", key)
+    await holder.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Batches" }).click()
+    const openAi = holder.getByRole("region", { name: "OpenAI batches" })
+    const anthropic = holder.getByRole("region", { name: "Anthropic message batches" })
+    const doneRow = openAi.locator(`[data-batch="${done}"][data-status=completed]`)
+    await doneRow.waitFor()
+    assert.strictEqual(await doneRow.getByTestId("batch-counts").textContent(), "2 ok · 2 total")
+    const charged = (await doneRow.getByTestId("batch-charged").textContent()) ?? ""
+    assert.match(charged, /^\$0\.0000\d\d$/)
+    const output = holder.waitForEvent("download")
+    await doneRow.getByRole("button", { name: "Output" }).click()
+    const outputLines = readFileSync(await (await output).path(), "utf8")
+      .trim()
+      .split("\n")
+    assert.deepStrictEqual(
+      outputLines.map((line) => JSON.parse(line).custom_id),
+      ["sim-openai-0", "sim-openai-1"]
+    )
+    const endedRow = anthropic.locator(`[data-batch="${ended}"][data-status=ended]`)
+    await endedRow.waitFor()
+    assert.include(await endedRow.getByTestId("batch-counts").textContent(), "2 succeeded")
+    const results = holder.waitForEvent("download")
+    await endedRow.getByRole("button", { name: "Results" }).click()
+    const resultTypes = readFileSync(await (await results).path(), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line).result.type)
+    assert.deepStrictEqual(resultTypes, ["succeeded", "succeeded"])
+    const slowRow = openAi.locator(`[data-batch="${slow}"]`)
+    await slowRow.getByRole("progressbar").waitFor()
+    await shot(holder, "holder-batches")
+    await slowRow.getByRole("button", { name: "Cancel" }).click()
+    await slowRow.getByRole("button", { name: "Yes, cancel" }).click()
+    await openAi.locator(`[data-batch="${slow}"][data-status=cancelled]`).waitFor()
+    const cancelled = (await v1(`/v1/batches/${slow}`)) as { status: string; request_counts: { completed: number } }
+    assert.strictEqual(cancelled.status, "cancelled")
+    assert.isBelow(cancelled.request_counts.completed, 96)
+
+    // ---- operator: every account's batches, filtered; a batch's money; a slow message batch cancelled ----
+    const slowMessages = await messageBatch("slow-model", 96)
+    const operator = await context.newPage()
+    operator.on("pageerror", (e) => errors.push(`operator: ${e.message}`))
+    await signIn(operator, "Operator", gateway.adminToken)
+    await operator.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Batches" }).click()
+    const table = operator.getByTestId("admin-batches")
+    for (const id of [done, ended, slow, slowMessages]) await table.locator(`[data-batch="${id}"]`).waitFor()
+    assert.include(await table.locator(`[data-batch="${ended}"]`).textContent(), "Anthropic")
+    await operator.locator("select[name=batch-account]").selectOption(account.id)
+    await operator.locator("select[name=batch-status]").selectOption("cancelled")
+    await operator.waitForFunction(() => document.querySelectorAll("[data-testid=admin-batch-row]").length === 1)
+    assert.include(await table.locator(`[data-batch="${slow}"]`).textContent(), "Batch Co")
+    await operator.locator("select[name=batch-status]").selectOption("")
+    await table.locator(`[data-batch="${done}"]`).getByRole("link", { name: done }).click()
+    await operator.getByTestId("batch-charged").filter({ hasText: charged }).waitFor()
+    const money = (await call(gateway.adminToken, `/admin/batches/${done}`)) as Record<string, string>
+    assert.strictEqual(await operator.getByTestId("batch-refunded").textContent(), `$${money.refunded}`)
+    assert.strictEqual(await operator.getByTestId("batch-held").textContent(), "$0.000000")
+    await operator.getByRole("link", { name: "← Batches" }).click()
+    await table.getByRole("link", { name: slowMessages }).click()
+    await operator.locator("[data-testid=admin-batch][data-status=in_progress]").waitFor()
+    await shot(operator, "batch")
+    await operator.getByRole("button", { name: "Cancel" }).click()
+    await operator.getByRole("button", { name: "Yes, cancel" }).click()
+    await operator.locator("[data-testid=admin-batch][data-status=cancelled]").waitFor()
+    const shown = await operator.getByTestId("batch-charged").textContent()
+    const view = (await call(gateway.adminToken, `/admin/batches/${slowMessages}`)) as Record<string, string>
+    assert.strictEqual(view.status, "cancelled")
+    assert.strictEqual(shown, `$${view.charged}`)
+    assert.strictEqual(await operator.getByTestId("batch-held").textContent(), `$${view.held}`)
+    assert.strictEqual(view.held, "0.000000")
+    assert.strictEqual((await status(`/v1/messages/batches/${slowMessages}`)).processing_status, "ended")
+    await operator.getByRole("link", { name: "← Batches" }).click()
+    await table.locator(`[data-batch="${slowMessages}"][data-status=cancelled]`).waitFor()
+    await shot(operator, "batches")
+    // Pages of 20, following the API's cursor: 17 more make 21 batches for the account.
+    for (let i = 0; i < 17; i++) await messageBatch("sim-openai", 1)
+    await operator.locator("select[name=batch-account]").selectOption(account.id)
+    await operator.waitForFunction(() => document.querySelectorAll("[data-testid=admin-batch-row]").length === 20)
+    await operator.getByRole("button", { name: "Older" }).click()
+    await table.locator(`[data-batch="${done}"]`).waitFor()
+    assert.strictEqual(await table.getByTestId("admin-batch-row").count(), 1)
+    await operator.getByRole("button", { name: "Newer" }).click()
+    await operator.waitForFunction(() => document.querySelectorAll("[data-testid=admin-batch-row]").length === 20)
+    // At phone width the tables scroll inside their cards; the page does not scroll sideways.
+    await operator.setViewportSize({ width: 390, height: 844 })
+    assert.isAtMost(await operator.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), 0)
+
+    // ---- an answer that is not a list shows as an error in the page ----
+    await holder.bringToFront()
+    await holder.route(
+      (url) => url.pathname === "/v1/messages/batches",
+      (route) => route.fulfill({ json: { object: "list" } })
+    )
+    await holder.reload()
+    await anthropic.getByRole("alert").filter({ hasText: "unexpected answer from /v1/messages/batches" }).waitFor()
+    await openAi.locator(`[data-batch="${done}"]`).waitFor()
+    assert.deepStrictEqual(errors, [])
+  }, 60_000)
 })
+
+/** A JSON call with `secret` as the bearer (a FormData body is sent as multipart); fails on any non-2xx. */
+const call = async (secret: string, path: string, body?: unknown) => {
+  const init: RequestInit =
+    body === undefined
+      ? {}
+      : body instanceof FormData
+        ? { method: "POST", body }
+        : { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } }
+  const response = await fetch(`${gateway.url}${path}`, {
+    ...init,
+    headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${secret}` }
+  })
+  const text = await response.text()
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${text}`)
+  return JSON.parse(text) as unknown
+}
+
+const poll = async (what: string, probe: () => Promise<boolean>, timeoutMs = 20_000) => {
+  const until = Date.now() + timeoutMs
+  while (!(await probe())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((done) => setTimeout(done, 50))
+  }
+}

@@ -12,27 +12,23 @@
  * first, because shutting a model off entirely is the vendor's to decide (its answer is passed on). A disabled
  * upstream (refused credentials, or an operator) takes nothing until it is enabled.
  */
-import { Clock, Context, Effect, Exit, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import type { PluginFailure, PluginModel } from "../../plugins/ModelPlugin.ts"
-import { pluginFailure } from "../../plugins/ModelPlugin.ts"
 import {
-  availability,
   type Health,
   type HealthPolicy,
   healthy,
   observe,
-  type Outcome,
-  startTrial
+  type Outcome
 } from "../../domain/routing/DeploymentHealth.ts"
-import { bestTier, choose, type RoundRobinCounters } from "../../domain/routing/DeploymentChoice.ts"
+import type { RoundRobinCounters } from "../../domain/routing/DeploymentChoice.ts"
 import { RoutingDefaults } from "../config/decodeDeployments.ts"
-import { deploymentsOf, judge, lastErrorOf, ttlOf, untilOf } from "./AttemptRules.ts"
+import { deploymentsOf, ttlOf } from "./AttemptRules.ts"
 import type { DeploymentConfig } from "../config/OperatorConfigData.ts"
 import { OperatorConfig } from "../OperatorConfig.ts"
 import { DeploymentStates, type StateReach, type UpstreamDisabled } from "../ports/DeploymentStates.ts"
 import { RateLimiter } from "../RateLimiter.ts"
-import { admit } from "./DeploymentAdmission.ts"
-import { atResponseEnd } from "../RequestTelemetry.ts"
+import { type RoutingContext, routeCall } from "./RouteAttempts.ts"
 import type { Conversation } from "./Affinity.ts"
 import { Alerts } from "../alerts/Alerts.ts"
 import { ConversationTrails, DeploymentStats } from "./DeploymentStats.ts"
@@ -182,118 +178,27 @@ export class Deployments extends Context.Service<
           ).pipe(Effect.annotateLogs({ upstream, model: deployment.model, reach }))
         })
 
+      const context: RoutingContext = {
+        states,
+        limiter,
+        upstreamLimits,
+        limits: routing,
+        policy,
+        trails,
+        countersOf,
+        learn,
+        disableForAuth
+      }
       const route = <A, R>(
         model: PluginModel,
         hint: RouteHint,
         attempt: (deployment: PluginModel) => Effect.Effect<A, PluginFailure, R>
-      ): Effect.Effect<A, PluginFailure, R> =>
-        Effect.gen(function* () {
-          const deployments = byModel.get(model.id)
-          if (deployments === undefined || deployments.length === 0) return yield* attempt(model)
-          const started = yield* Clock.currentTimeMillis
-          const { affinity, trail } = (deployments.length > 1 ? hint.conversation?.() : undefined) ?? {}
-          const tried = new Set<Deployment>()
-          let attempts = 0
-          let last: PluginFailure | undefined
-          let saturatedFor: number | undefined
-          while (attempts < routing.maxAttempts) {
-            const now = yield* Clock.currentTimeMillis
-            if (attempts > 0 && now - started >= routing.retryBudgetMs) break
-            const snapshot = yield* states.read(deployments.map((deployment) => deployment.id))
-            const open = deployments.filter(
-              (deployment) => !tried.has(deployment) && !snapshot.disabled.has(deployment.config.upstream.name)
-            )
-            if (open.length === 0) break
-            const judged = open.map((deployment) => {
-              const health = snapshot.health.get(deployment.id) ?? healthy
-              return { deployment, health, availability: availability(health, now, policy) }
-            })
-            let pool = judged.filter((entry) => entry.availability._tag !== "Blocked")
-            if (pool.length === 0) {
-              // Nothing available: the one that recovers first still gets this attempt (see the header).
-              const soonest = judged.reduce((best, entry) =>
-                untilOf(entry.availability) < untilOf(best.availability) ? entry : best
-              )
-              pool = [soonest]
-            }
-            const candidates = pool.map((entry) => ({
-              ...entry,
-              id: entry.deployment.id,
-              weight: entry.deployment.weight,
-              priority: entry.deployment.priority
-            }))
-            const previous = affinity === undefined ? trails.recall(model.id, trail, now) : undefined
-            const chosen =
-              bestTier(candidates).find((candidate) => candidate.id === previous) ??
-              choose(candidates, affinity, countersOf(model.id))
-            const { deployment } = chosen
-            tried.add(deployment)
-            const admission = yield* admit(limiter, upstreamLimits, deployment, hint)
-            if ("refused" in admission) {
-              saturatedFor = Math.min(saturatedFor ?? Number.POSITIVE_INFINITY, admission.refused ?? 1)
-              continue
-            }
-            attempts += 1
-            let health = chosen.health
-            if (chosen.availability._tag === "TrialDue") {
-              health = startTrial(now)
-              yield* states.write(deployment.id, health, ttlOf(health, now, policy))
-            }
-            deployment.stats.inFlight += 1
-            let released = false
-            const release = Effect.suspend(() => {
-              if (released) return Effect.void
-              released = true
-              deployment.stats.inFlight -= 1
-              return admission.release
-            })
-            const exit = yield* Effect.exit(
-              attempt({
-                ...model,
-                upstreams: [deployment.config.upstream],
-                upstreamModel: deployment.config.upstreamModel
-              }).pipe(Effect.onInterrupt(() => release))
-            )
-            const latency = (yield* Clock.currentTimeMillis) - now
-            if (Exit.isSuccess(exit)) {
-              deployment.stats.record("success", latency)
-              trails.remember(model.id, trail, deployment.id, now)
-              yield* learn(deployment, health, { _tag: "Succeeded" })
-              if (hint.streamed === true) yield* atResponseEnd(release)
-              else yield* release
-              return exit.value
-            }
-            yield* release
-            const failure = Exit.findErrorOption(exit)
-            if (failure._tag === "None") return yield* Effect.failCause(exit.cause)
-            const verdict = judge(failure.value)
-            deployment.stats.record(verdict.kind, latency)
-            if (verdict.kind !== "rejected" && verdict.kind !== "cancelled") {
-              deployment.stats.lastError = { at: now, message: lastErrorOf(failure.value) }
-            }
-            if (verdict.kind === "auth") yield* disableForAuth(deployment, failure.value)
-            yield* learn(deployment, health, verdict.outcome)
-            last = failure.value
-            if (verdict.next === "stop") break
-            if (attempts < routing.maxAttempts) {
-              yield* Effect.logWarning("upstream failed before the first byte; trying another deployment").pipe(
-                Effect.annotateLogs({ deployment: deployment.id, model: model.id, reason: failure.value.reason })
-              )
-            }
-          }
-          if (last !== undefined) return yield* Effect.fail(last)
-          if (saturatedFor !== undefined) {
-            return yield* Effect.fail(
-              pluginFailure("rate_limited", `every deployment of model ${model.id} is at its configured limits`, {
-                retryAfterSeconds: saturatedFor,
-                code: "deployments_saturated"
-              })
-            )
-          }
-          // Nothing can be called at all: a 503 (the reason whose status says "not now"), not a 502 blaming a vendor.
-          const disabled = `every upstream of model ${model.id} is disabled; the operator must enable one`
-          return yield* Effect.fail(pluginFailure("overloaded", disabled, { code: "upstreams_disabled" }))
-        })
+      ): Effect.Effect<A, PluginFailure, R> => {
+        const deployments = byModel.get(model.id)
+        return deployments === undefined || deployments.length === 0
+          ? attempt(model)
+          : routeCall(context, model, deployments, hint, attempt)
+      }
 
       const status = Effect.gen(function* () {
         const all = [...byModel.values()].flat()

@@ -8,21 +8,11 @@ import { Argument, Command, Flag } from "effect/cli"
 import { AdminClient } from "../AdminClient.ts"
 import { BatchEndedUnfinished } from "../CliErrors.ts"
 import { JsonOutput } from "../CliSettings.ts"
+import { BATCH_STATUSES } from "../../domain/batch/BatchStatus.ts"
 import { printAnswer, printJson } from "../Output.ts"
-import { nonBlankFlag } from "../Params.ts"
+import { nonBlankFlag, pageFlags } from "../Params.ts"
 import { batchEnded, batchListView, batchProgress, batchSummaryLine, batchView } from "./BatchesView.ts"
 import { progressDisplay } from "./VideosProgress.ts"
-
-const STATUSES = [
-  "validating",
-  "in_progress",
-  "finalizing",
-  "completed",
-  "failed",
-  "expired",
-  "cancelling",
-  "cancelled"
-] as const
 
 const idArgument = Argument.String("id").pipe(Argument.withDescription("The batch id (batch_… or msgbatch_…)"))
 
@@ -34,20 +24,11 @@ const list = Command.make(
       Flag.withDescription("Only this account's batches"),
       Flag.optional
     ),
-    status: Flag.Literals("status", STATUSES).pipe(Flag.withDescription("Only batches in this status"), Flag.optional),
-    limit: Flag.Int("limit").pipe(
-      Flag.withDescription("Batches per page, 1 to 100 (default 20)"),
-      Flag.filter(
-        (limit) => limit >= 1 && limit <= 100,
-        () => "a page size from 1 to 100"
-      ),
+    status: Flag.Literals("status", BATCH_STATUSES).pipe(
+      Flag.withDescription("Only batches in this status"),
       Flag.optional
     ),
-    after: nonBlankFlag("after").pipe(
-      Flag.withMetavar("id"),
-      Flag.withDescription("Start after this batch id (the last id of the previous page)"),
-      Flag.optional
-    )
+    ...pageFlags("Batches", "batch id")
   },
   Effect.fn("batches.list")(function* ({ account, status, limit, after }) {
     const answer = yield* (yield* AdminClient).listBatches({

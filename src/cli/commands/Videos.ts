@@ -19,7 +19,7 @@ import { isVideoInputLink, MAX_VIDEO_PROMPT_CHARS } from "../../domain/video/Vid
 import { UnexpectedResponse } from "../CliErrors.ts"
 import { JsonOutput } from "../CliSettings.ts"
 import { printJson } from "../Output.ts"
-import { nonBlankFlag } from "../Params.ts"
+import { nonBlankFlag, pageFlags } from "../Params.ts"
 import { type VideoAnswer, VideoApi, type VideoApiShape, VideoFailed, type VideoTask } from "./VideosClient.ts"
 import {
   chargeLine,
@@ -204,19 +204,7 @@ const get = Command.make(
 const list = Command.make(
   "list",
   {
-    limit: Flag.Int("limit").pipe(
-      Flag.withDescription("Tasks per page, 1 to 100 (default 20)"),
-      Flag.filter(
-        (limit) => limit >= 1 && limit <= 100,
-        () => "a page size from 1 to 100"
-      ),
-      Flag.optional
-    ),
-    after: nonBlankFlag("after").pipe(
-      Flag.withMetavar("id"),
-      Flag.withDescription("Start after this task id (the last id of the previous page)"),
-      Flag.optional
-    )
+    ...pageFlags("Tasks", "task id")
   },
   Effect.fn("videos.list")(function* ({ limit, after }) {
     const answer = yield* (yield* VideoApi).list({

@@ -8,6 +8,7 @@
  * many workers race for it or however often a worker restarts.
  */
 import { parseDecimal } from "../Money.ts"
+import type { BatchStatus } from "./BatchStatus.ts"
 import { linesAtEnd } from "./ExpiredLines.ts"
 import {
   decideVendor,
@@ -19,15 +20,7 @@ import {
 
 export const batchStream = (batchId: string): string => `batch-${batchId}`
 
-export type BatchStatus =
-  | "validating"
-  | "in_progress"
-  | "finalizing"
-  | "completed"
-  | "failed"
-  | "expired"
-  | "cancelling"
-  | "cancelled"
+export type { BatchStatus } from "./BatchStatus.ts"
 
 import type { BatchEnding, BatchEvent, BatchKey, LineResult } from "./BatchEvents.ts"
 

@@ -10,7 +10,7 @@ import type { BatchDetails } from "../../app/batch/BatchOperator.ts"
 import { BatchOperator } from "../../app/batch/BatchOperator.ts"
 import type { BatchRow } from "../../app/ports/BatchStore.ts"
 import { MESSAGES_ENDPOINT } from "../../domain/batch/BatchInput.ts"
-import type { BatchStatus } from "../../domain/batch/BatchJob.ts"
+import { BATCH_STATUSES } from "../../domain/batch/BatchStatus.ts"
 import { isUuid } from "../../domain/Ids.ts"
 import { listPage } from "../../domain/ListPage.ts"
 import { formatMicros } from "../../domain/Money.ts"
@@ -18,17 +18,6 @@ import { badRequest } from "../ApiError.ts"
 import { limitParam } from "../InputLimits.ts"
 import { json, route } from "../Route.ts"
 import { admin } from "./AdminApi.ts"
-
-const STATUSES: ReadonlyArray<BatchStatus> = [
-  "validating",
-  "in_progress",
-  "finalizing",
-  "completed",
-  "failed",
-  "expired",
-  "cancelling",
-  "cancelled"
-]
 
 const iso = (date: Date | null) => (date === null ? null : date.toISOString())
 
@@ -73,8 +62,8 @@ const list = admin(
     const accountId = query.get("accountId") ?? ""
     if (accountId !== "" && !isUuid(accountId)) return yield* badRequest("accountId: expected a uuid", "accountId")
     const status = query.get("status") ?? ""
-    if (status !== "" && !(STATUSES as ReadonlyArray<string>).includes(status)) {
-      return yield* badRequest(`status: expected one of ${STATUSES.join(", ")}`, "status")
+    if (status !== "" && !(BATCH_STATUSES as ReadonlyArray<string>).includes(status)) {
+      return yield* badRequest(`status: expected one of ${BATCH_STATUSES.join(", ")}`, "status")
     }
     const page = yield* (yield* BatchOperator).list({
       limit,

@@ -25,7 +25,7 @@ import type {
   PriceKeys
 } from "../ModelPlugin.ts"
 import { compact } from "../text/convert/json.ts"
-import { upstreamsFor, withFallback } from "./UpstreamFallback.ts"
+import { upstreamsFor, withFallback } from "../UpstreamFailure.ts"
 
 export const SPEECH_PLUGIN_ID = "speech"
 

@@ -37,7 +37,7 @@ import {
   pluginFailure
 } from "../ModelPlugin.ts"
 import { asNumber, asRecord, asString, isRecord } from "../text/convert/json.ts"
-import { upstreamsFor, withFallback } from "./UpstreamFallback.ts"
+import { upstreamsFor, withFallback } from "../UpstreamFailure.ts"
 
 export const TRANSCRIPTION_PLUGIN_ID = "transcription"
 

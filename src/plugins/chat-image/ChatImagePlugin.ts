@@ -7,19 +7,11 @@
 import { Clock, Effect, Result } from "effect"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { GeminiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
-import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
-import type { UpstreamConfig, PriceKeys } from "../ModelPlugin.ts"
-import {
-  type ChatCall,
-  type ChatPlugin,
-  type ChatReply,
-  type PluginFailure,
-  type PricingRule,
-  pluginFailure
-} from "../ModelPlugin.ts"
+import type { PriceKeys } from "../ModelPlugin.ts"
+import type { ChatCall, ChatPlugin, ChatReply, PluginFailure, PricingRule } from "../ModelPlugin.ts"
 import type { ChatRequest, Usage } from "../text/convert/ChatIR.ts"
 import type { JsonRecord } from "../text/convert/json.ts"
-import { failureFromUpstream } from "../text/TextPlugin.ts"
+import { failureFromUpstream, upstreamsFor, withFallback } from "../UpstreamFailure.ts"
 import { geminiBodyFromChat, geminiBodyFromNative, hasTools, toolsRejected } from "./GeminiImageRequest.ts"
 import { completionFromGemini, MappedFrames, makeChunkMapper } from "./GeminiImageReply.ts"
 import type { ImageFetcher } from "./ImageInputs.ts"
@@ -32,49 +24,25 @@ export const perCallPricing: PricingRule<{ readonly request: ChatRequest; readon
   price: (_usage, model) => model.pricing.perCall ?? 0n
 }
 
-/** A failure worth trying the next upstream for. */
-const tryNext = (error: UpstreamError): boolean => {
-  const reason = error.reason
-  if (reason._tag === "HttpStatus") return reason.status === 401 || reason.status === 403 || reason.isRetryable
-  return reason._tag === "ConnectFailed" || reason._tag === "Timeout" || reason._tag === "ConnectionLost"
-}
-
 /** The prices this family bills by (the operator config may set no others). */
 export const CHAT_IMAGE_PRICE_KEYS: PriceKeys = { allowed: ["perCall"], required: ["perCall"] }
 
 export const makeChatImagePlugin = (client: UpstreamClient["Service"], fetcher: ImageFetcher): ChatPlugin => {
-  const send = (call: ChatCall, body: JsonRecord) =>
-    Effect.gen(function* () {
-      const upstreams = call.model.upstreams.filter((upstream: UpstreamConfig) => upstream.protocol === "gemini")
-      if (upstreams.length === 0) {
-        return yield* Effect.fail(
-          pluginFailure("misconfigured", `model ${call.model.id} has no gemini upstream configured`)
-        )
-      }
-      const model = call.model.upstreamModel
-      const path = call.request.stream ? GeminiPaths.streamGenerateContent(model) : GeminiPaths.generateContent(model)
-      const text = JSON.stringify(body)
-      let last: PluginFailure = pluginFailure("unavailable", "no upstream answered")
-      for (const upstream of upstreams) {
-        const outcome = yield* Effect.result(
-          client.request({
-            upstream,
-            method: "POST",
-            path,
-            headers: { "content-type": "application/json" },
-            body: text,
-            signal: call.signal
-          })
-        )
-        if (Result.isSuccess(outcome)) return outcome.success
-        last = failureFromUpstream(outcome.failure)
-        if (!tryNext(outcome.failure)) break
-        yield* Effect.logWarning("image upstream failed, trying the next one").pipe(
-          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, reason: last.reason })
-        )
-      }
-      return yield* Effect.fail(last)
-    })
+  const send = (call: ChatCall, body: JsonRecord) => {
+    const model = call.model.upstreamModel
+    const path = call.request.stream ? GeminiPaths.streamGenerateContent(model) : GeminiPaths.generateContent(model)
+    const text = JSON.stringify(body)
+    return withFallback(call.model, upstreamsFor(call.model, ["gemini"]), "image", (upstream) =>
+      client.request({
+        upstream,
+        method: "POST",
+        path,
+        headers: { "content-type": "application/json" },
+        body: text,
+        signal: call.signal
+      })
+    )
+  }
 
   const invoke = (call: ChatCall): Effect.Effect<ChatReply, PluginFailure> =>
     Effect.gen(function* () {

@@ -10,7 +10,7 @@ import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
 import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
 import { costPerMillion } from "../../domain/Money.ts"
-import type { UpstreamConfig, PriceKeys } from "../ModelPlugin.ts"
+import type { PriceKeys } from "../ModelPlugin.ts"
 import {
   type ImageInput,
   type ImagesCall,
@@ -23,7 +23,7 @@ import {
   pluginFailure
 } from "../ModelPlugin.ts"
 import { asArray, asCount, asRecord, asString, compact, isRecord, parseJson } from "../text/convert/json.ts"
-import { failureFromUpstream } from "../text/TextPlugin.ts"
+import { upstreamsFor, withFallback } from "../UpstreamFailure.ts"
 import { checkedType, type ImageFetcher, resolveImageUrl } from "../chat-image/ImageInputs.ts"
 import { imageTokensForHold, INPUT_IMAGE_TOKENS } from "./ImageTokens.ts"
 import { encodeMultipart, type FormPart } from "./Multipart.ts"
@@ -57,18 +57,11 @@ export const moderationBlocked = pluginFailure(
 /** The upstream's error code, if its body is OpenAI's envelope. */
 const vendorCode = (body: string): string | undefined => asString(asRecord(asRecord(parseJson(body)).error).code)
 
-const failureOf = (error: UpstreamError): PluginFailure => {
+const moderationRefusal = (error: UpstreamError): PluginFailure | undefined => {
   const reason = error.reason
-  if (reason._tag === "HttpStatus" && reason.status === 400 && vendorCode(reason.body) === "moderation_blocked") {
-    return { ...moderationBlocked, detail: reason.body }
-  }
-  return failureFromUpstream(error)
-}
-
-const tryNext = (error: UpstreamError): boolean => {
-  const reason = error.reason
-  if (reason._tag === "HttpStatus") return reason.status === 401 || reason.status === 403 || reason.isRetryable
-  return reason._tag === "ConnectFailed" || reason._tag === "Timeout" || reason._tag === "ConnectionLost"
+  return reason._tag === "HttpStatus" && reason.status === 400 && vendorCode(reason.body) === "moderation_blocked"
+    ? { ...moderationBlocked, detail: reason.body }
+    : undefined
 }
 
 const EXTENSIONS: Readonly<Record<string, string>> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" }
@@ -166,39 +159,25 @@ export const DEDICATED_IMAGE_PRICE_KEYS: PriceKeys = { allowed: ["input", "outpu
 
 export const makeDedicatedImagePlugin = (client: UpstreamClient["Service"], fetcher: ImageFetcher): ImagesPlugin => {
   const send = (call: ImagesCall, path: string, body: Uint8Array | string, contentType: string) =>
-    Effect.gen(function* () {
-      const upstreams = call.model.upstreams.filter((upstream: UpstreamConfig) => upstream.protocol === "openai")
-      if (upstreams.length === 0) {
-        return yield* Effect.fail(
-          pluginFailure("misconfigured", `model ${call.model.id} has no openai upstream configured`)
+    withFallback(call.model, upstreamsFor(call.model, ["openai"]), "image", (upstream) =>
+      client
+        .request({
+          upstream,
+          method: "POST",
+          path,
+          headers: { "content-type": contentType },
+          body,
+          signal: call.signal
+        })
+        .pipe(
+          Effect.flatMap((response) => response.body.json),
+          // A refusal by the vendor's moderation is the client's to rephrase, never another upstream's to retry.
+          Effect.mapError((error) => moderationRefusal(error) ?? error),
+          Effect.flatMap((json) =>
+            Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fromResult(replyOf(json, call, now)))
+          )
         )
-      }
-      let last: PluginFailure = pluginFailure("unavailable", "no upstream answered")
-      for (const upstream of upstreams) {
-        const outcome = yield* Effect.result(
-          client
-            .request({
-              upstream,
-              method: "POST",
-              path,
-              headers: { "content-type": contentType },
-              body,
-              signal: call.signal
-            })
-            .pipe(Effect.flatMap((response) => response.body.json))
-        )
-        if (Result.isSuccess(outcome)) {
-          const reply = replyOf(outcome.success, call, yield* Clock.currentTimeMillis)
-          return Result.isSuccess(reply) ? reply.success : yield* Effect.fail(reply.failure)
-        }
-        last = failureOf(outcome.failure)
-        if (!tryNext(outcome.failure)) break
-        yield* Effect.logWarning("image upstream failed, trying the next one").pipe(
-          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, reason: last.reason })
-        )
-      }
-      return yield* Effect.fail(last)
-    })
+    )
 
   const generate = (call: ImagesCall): Effect.Effect<ImagesReply, PluginFailure> =>
     send(call, OpenAiPaths.imagesGenerations, JSON.stringify(compact(optionFields(call))), "application/json")

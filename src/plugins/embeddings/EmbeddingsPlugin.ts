@@ -25,7 +25,7 @@ import {
   type PricingRule,
   pluginFailure
 } from "../ModelPlugin.ts"
-import { upstreamsFor, withFallback } from "../audio/UpstreamFallback.ts"
+import { upstreamsFor, withFallback } from "../UpstreamFailure.ts"
 import { asArray, asNumber, asRecord, compact } from "../text/convert/json.ts"
 
 export const EMBEDDINGS_PLUGIN_ID = "embeddings"

@@ -9,99 +9,22 @@ import { Effect, Result } from "effect"
 import type { UpstreamConfig } from "../ModelPlugin.ts"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { AnthropicPaths, GeminiPaths, OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
-import type { UpstreamError } from "../../adapters/upstream/UpstreamError.ts"
-import {
-  type ChatCall,
-  type ChatPlugin,
-  type ChatReply,
-  type PluginFailure,
-  pluginFailure,
-  refusedCredentials
-} from "../ModelPlugin.ts"
+import { type ChatCall, type ChatPlugin, type ChatReply, type PluginFailure, pluginFailure } from "../ModelPlugin.ts"
 import { irToAnthropicRequest } from "./convert/anthropic.ts"
 import { type Converted, convertError } from "./convert/ChatIR.ts"
 import { irToResponsesRequest } from "./convert/responses.ts"
 import { toResponsesUpstream } from "./convert/responsesUpstream.ts"
 import { irToGeminiRequest } from "./convert/gemini.ts"
-import { asRecord, isRecord, parseJson } from "./convert/json.ts"
+import { asRecord } from "./convert/json.ts"
 import { irToOpenAIRequest } from "./convert/openai.ts"
 import { signatureOriginOf, unpackToolId } from "./convert/thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./convert/toolId.ts"
 import { outputCap, TEXT_PRICE_KEYS, textPricing } from "./TextPricing.ts"
 import { dialectOf, hostedToolNotes, hostedToolRefusal, isTextProtocol, type TextProtocol } from "./HostedTools.ts"
+import { withFallback } from "../UpstreamFailure.ts"
 
-/** The vendor's error message, if its body is one of the three envelopes; never the whole body. */
-export const vendorMessage = (body: string): string | undefined => {
-  // Not JSON or no message: say nothing rather than echo an arbitrary body.
-  const parsed = asRecord(parseJson(body))
-  const error = parsed.error
-  if (isRecord(error) && typeof error.message === "string") return error.message
-  if (typeof error === "string") return error
-  return typeof parsed.message === "string" ? parsed.message : undefined
-}
-
-/**
- * What the client sees when an upstream fails: a reason and the gateway's own words. The vendor's body goes to
- * `detail`, for logs only: its text about its own failures (a 5xx, a rate limit, an overload, a refused key) may name
- * its internals and is never the client's to act on. The one exception is a refusal of the request itself (another
- * 4xx): the vendor's message (`budget_tokens must be less than max_tokens`) is what the client must fix, so it is kept,
- * read from the vendor's error envelope (never the raw body).
- */
-export const failureFromUpstream = (error: UpstreamError): PluginFailure => {
-  const reason = error.reason
-  switch (reason._tag) {
-    case "HttpStatus": {
-      // The status goes with every failure: routing reads it (refused credentials disable the upstream).
-      const seen = { detail: reason.body, upstreamStatus: reason.status }
-      const retryAfter = reason.retryAfter === undefined ? {} : { retryAfterSeconds: reason.retryAfter }
-      if (refusedCredentials(reason.status, reason.body)) {
-        return pluginFailure(
-          "unavailable",
-          "the upstream refused the gateway's credentials; the operator must check its key",
-          seen
-        )
-      }
-      if (reason.status === 429) {
-        return pluginFailure("rate_limited", "the upstream is rate limiting; retry later", {
-          ...retryAfter,
-          ...seen
-        })
-      }
-      // Overload is worth saying as such: Anthropic clients see `overloaded_error`, OpenAI ones `service_unavailable_error`.
-      if (reason.status === 503 || reason.status === 529) {
-        return pluginFailure("overloaded", "the upstream is overloaded; retry later", {
-          ...retryAfter,
-          ...seen
-        })
-      }
-      if (reason.status >= 400 && reason.status < 500) {
-        const message = vendorMessage(reason.body)
-        return pluginFailure(
-          "invalid_request",
-          `the upstream rejected the request: ${message ?? `HTTP ${reason.status}`}`,
-          seen
-        )
-      }
-      return pluginFailure("unavailable", `the upstream failed (HTTP ${reason.status})`, seen)
-    }
-    case "Timeout":
-      return pluginFailure("timeout", `the upstream did not answer in time (${reason.phase} timeout)`)
-    case "ConnectFailed":
-    case "ConnectionLost":
-      return pluginFailure("unavailable", "the upstream could not be reached")
-    case "Malformed":
-      return pluginFailure("unavailable", "the upstream sent a malformed response")
-    case "Aborted":
-      return pluginFailure("cancelled", "the request was cancelled")
-  }
-}
-
-/** A failure worth trying the next upstream for: the same request might succeed elsewhere. */
-const tryNext = (error: UpstreamError): boolean => {
-  const reason = error.reason
-  if (reason._tag === "HttpStatus") return reason.status === 401 || reason.status === 403 || reason.isRetryable
-  return reason._tag === "ConnectFailed" || reason._tag === "Timeout" || reason._tag === "ConnectionLost"
-}
+const speaksText = (upstream: UpstreamConfig): upstream is UpstreamConfig & { readonly protocol: TextProtocol } =>
+  isTextProtocol(upstream.protocol)
 
 /**
  * Anthropic rejects a tool-result turn with thinking on unless the assistant turn it answers starts with a signed
@@ -277,28 +200,9 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
     })
 
   const invoke = (call: ChatCall): Effect.Effect<ChatReply, PluginFailure> =>
-    Effect.gen(function* () {
-      let last: PluginFailure = pluginFailure("unavailable", "no upstream is configured for this model")
-      for (const upstream of call.model.upstreams) {
-        if (!isTextProtocol(upstream.protocol)) {
-          last = pluginFailure(
-            "misconfigured",
-            `upstream ${upstream.name} speaks ${upstream.protocol}, not a text protocol`
-          )
-          continue
-        }
-        const outcome = yield* Effect.result(attempt(call, upstream, upstream.protocol))
-        if (Result.isSuccess(outcome)) return outcome.success
-        const error = outcome.failure
-        if ("_tag" in error && error._tag === "PluginFailure") return yield* Effect.fail(error)
-        last = failureFromUpstream(error as UpstreamError)
-        if (!tryNext(error as UpstreamError)) break
-        yield* Effect.logWarning("upstream failed, trying the next one").pipe(
-          Effect.annotateLogs({ upstream: upstream.name, model: call.model.id, reason: last.reason })
-        )
-      }
-      return yield* Effect.fail(last)
-    })
+    withFallback(call.model, call.model.upstreams.filter(speaksText), "text", (upstream) =>
+      attempt(call, upstream, upstream.protocol)
+    )
 
   /**
    * What only the client's own protocol can say is refused before anything is held when no upstream speaks it; a

@@ -19,7 +19,7 @@ import {
   type VideoTaskRef,
   type VideoUpstreamStatus
 } from "../ModelPlugin.ts"
-import { failureFromUpstream } from "../text/TextPlugin.ts"
+import { failureFromUpstream } from "../UpstreamFailure.ts"
 import { arkCreateBody, arkStatus, arkTaskId } from "./ArkTasks.ts"
 import { contentLengthOf, contentTypeOf, downloadLink } from "./LinkDownload.ts"
 import { openAiVideoId, openAiVideoStatus, openAiVideosCreateBody, openAiVideosRefusal } from "./OpenAiVideos.ts"

@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { HttpStatus, UpstreamError } from "../../../src/adapters/upstream/UpstreamError.ts"
-import { failureFromUpstream } from "../../../src/plugins/text/TextPlugin.ts"
+import { failureFromUpstream } from "../../../src/plugins/UpstreamFailure.ts"
 
 const answered = (status: number, body: string) =>
   new UpstreamError({ upstream: "vendor", reason: new HttpStatus({ status, body, isRetryable: status >= 500 }) })
