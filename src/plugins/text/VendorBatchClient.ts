@@ -19,7 +19,8 @@ import {
   type VendorPoll
 } from "../../app/ports/VendorBatches.ts"
 import { asRecord, isRecord, parseJson } from "./convert/json.ts"
-import { buildCall, failureFromUpstream } from "./TextPlugin.ts"
+import { failureFromUpstream } from "../UpstreamFailure.ts"
+import { buildCall } from "./TextPlugin.ts"
 
 /** Where OpenAI's batch object carries the group's tag (its `metadata`). */
 export const TAG_KEY = "tollgate_tag"
