@@ -197,11 +197,13 @@ export const makeVendorLines = (context: VendorContext) => {
         const gone: VendorLineResult = { _tag: "Errored", status: 502, message: "its vendor upstream is gone" }
         return yield* Effect.as(finishAll(state, key, group, inputs, gone, commit), false)
       }
-      // A group's vendor calls (its submission, a retry of one that failed, a poll) at most once per `pollMillis`
-      // while the batch runs; once it is cancelling, at every round.
+      // A group's vendor calls (its submission, a retry of one that failed, a poll) at most once per `pollMillis`;
+      // a cancellation goes at once (and is polled with it).
       const nowMs = yield* Clock.currentTimeMillis
       const last = lastPoll.get(group.tag)
-      if (state.status === "in_progress" && last !== undefined && nowMs - last < context.pollMillis) return true
+      const cancelDue =
+        state.status !== "in_progress" && group.vendorBatchId !== null && !cancelSent.has(group.vendorBatchId)
+      if (!cancelDue && last !== undefined && nowMs - last < context.pollMillis) return true
       lastPoll.set(group.tag, nowMs)
       const vendorBatchId = yield* recordedId(state, key, group, inputs, upstream, commit)
       if (vendorBatchId === undefined) return false
