@@ -48,7 +48,13 @@ export interface VendorStep {
   readonly open: boolean
 }
 
-const vendorId = (line: number) => `line-${line}`
+const UNPLANNABLE: VendorLineResult = { _tag: "Errored", status: 400, message: "the request can no longer be planned" }
+
+/**
+ * A line's custom id at the vendor: its group's tag (random, unique) and its line, so a vendor batch's results can
+ * only ever match the lines of the group that sent it, whichever batch a lookup took for it (Anthropic's `find`).
+ */
+const vendorId = (tag: string, line: number) => `${tag}-${line}`
 
 export const makeVendorLines = (context: VendorContext) => {
   const { vendor, commits, services } = context
@@ -84,17 +90,10 @@ export const makeVendorLines = (context: VendorContext) => {
         const planned = yield* plan(state, key, input)
         const chat = planned._tag === "Success" ? planned.success.chat : undefined
         if (chat === undefined) {
-          yield* finishLine(
-            services,
-            state,
-            key,
-            input,
-            { _tag: "Errored", status: 400, message: "the request can no longer be planned" },
-            commit
-          )
+          yield* finishLine(services, state, key, input, UNPLANNABLE, commit)
           continue
         }
-        out.push({ customId: vendorId(line), call: chat.call(target.upstream, target.upstreamModel) })
+        out.push({ customId: vendorId(group.tag, line), call: chat.call(target.upstream, target.upstreamModel) })
       }
       return out
     })
@@ -162,7 +161,10 @@ export const makeVendorLines = (context: VendorContext) => {
         planned.chat === undefined
           ? "not a chat line"
           : vendor?.refusal(
-              { customId: vendorId(input.line), call: planned.chat.call(target.upstream, target.upstreamModel) },
+              {
+                customId: vendorId("refusal", input.line),
+                call: planned.chat.call(target.upstream, target.upstreamModel)
+              },
               target.upstream
             )
       if (refused !== undefined) return { status: 400, error: { code: "invalid_request", message: refused } }
@@ -235,7 +237,7 @@ export const makeVendorLines = (context: VendorContext) => {
         const input = inputs[line]
         return input === undefined || state.lines.has(line)
           ? Effect.void
-          : finishLine(services, state, key, input, results.get(vendorId(line)) ?? missing, commit)
+          : finishLine(services, state, key, input, results.get(vendorId(group.tag, line)) ?? missing, commit)
       },
       { discard: true }
     )
