@@ -32,6 +32,7 @@ import * as ConversationsApi from "./http/ConversationsApi.ts"
 import { ResponsesGateway } from "./app/responses/ResponsesGateway.ts"
 import * as ResponsesApi from "./http/ResponsesApi.ts"
 import { UpstreamClient } from "./adapters/upstream/UpstreamClient.ts"
+import { vendorBatchesLayer } from "./plugins/text/VendorBatchClient.ts"
 import * as MediaProbeLive from "./adapters/media/MediaProbeLive.ts"
 import * as TokenCounterLive from "./adapters/tokenizer/TokenCounterLive.ts"
 import { ChatGateway } from "./app/ChatGateway.ts"
@@ -250,7 +251,7 @@ export const servicesLayer = (options: AppOptions) => {
   )
   const batches = Layer.mergeAll(BatchOperator.layer, PrometheusRegistry.layer).pipe(
     Layer.provideMerge(Batches.layerWith(options.batches ?? {})),
-    Layer.provide(Layer.mergeAll(PgBatches.layer, PgResponseStore.layer, PgConversations.layer))
+    Layer.provide(Layer.mergeAll(PgBatches.layer, PgResponseStore.layer, PgConversations.layer, vendorBatchesLayer))
   )
   return Layer.mergeAll(
     responses,

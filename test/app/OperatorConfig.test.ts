@@ -117,10 +117,18 @@ describe("OperatorConfig", () => {
       assert.deepStrictEqual((yield* parseYaml(withModels(model))).batches, {
         deploymentSharePercent: 50,
         concurrency: 4,
-        leaseSeconds: 120
+        leaseSeconds: 120,
+        vendorPollMillis: 30_000
       })
-      const set = yield* parseYaml(`${withModels(model)}batches: { deploymentSharePercent: 25, leaseSeconds: 30 }\n`)
-      assert.deepStrictEqual(set.batches, { deploymentSharePercent: 25, concurrency: 4, leaseSeconds: 30 })
+      const set = yield* parseYaml(
+        `${withModels(model)}batches: { deploymentSharePercent: 25, leaseSeconds: 30, vendorPollMillis: 500 }\n`
+      )
+      assert.deepStrictEqual(set.batches, {
+        deploymentSharePercent: 25,
+        concurrency: 4,
+        leaseSeconds: 30,
+        vendorPollMillis: 500
+      })
       const issues = yield* issuesOf(
         `${withModels(model)}batches: { deploymentSharePercent: 150, concurrency: 0, share: 1 }\n`
       )
@@ -128,6 +136,29 @@ describe("OperatorConfig", () => {
         "batches.share: unknown key",
         "batches.deploymentSharePercent: expected a percentage from 1 to 100",
         "batches.concurrency: expected a positive integer"
+      ])
+    })
+  )
+
+  it.effect("reads an upstream's batch: true (openai and anthropic only) and names anything else at its path", () =>
+    Effect.gen(function* () {
+      const upstreams = (a: string, b: string, g: string) => `
+upstreams:
+  a: { protocol: openai, baseUrl: "https://a.example/v1", apiKey: "k"${a} }
+  b: { protocol: anthropic, baseUrl: "https://b.example", apiKey: "k"${b} }
+  g: { protocol: gemini, baseUrl: "https://g.example", apiKey: "k"${g} }
+models:
+  - { id: m, plugin: text, upstreams: [a, b, g], pricing: { input: "1", output: "2" } }
+`
+      const config = yield* parseYaml(upstreams(", batch: true", ", batch: true", ""))
+      assert.deepStrictEqual(
+        config.models[0]?.upstreams.map((upstream) => upstream.batch),
+        [true, true, undefined]
+      )
+      const issues = yield* issuesOf(upstreams(', batch: "yes"', "", ", batch: true"))
+      assert.deepStrictEqual(issues, [
+        "upstreams.a.batch: expected true or false",
+        "upstreams.g.batch: only an upstream of protocol openai or anthropic has a batch API"
       ])
     })
   )

@@ -20,7 +20,7 @@ const DEFAULT_MODELS = [
   "gemini-2.5-pro"
 ]
 
-interface Route {
+export interface Route {
   readonly dialect: Dialect
   /** A forced error's body when the route's envelope differs from its dialect's (Ark video tasks). */
   readonly forcedBody?: ((status: number, requestId: string) => unknown) | undefined

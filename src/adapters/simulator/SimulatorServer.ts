@@ -20,7 +20,9 @@ import { DEFAULT_THINKING_SECRET } from "./ThinkingSignature.ts"
 import type { FileReply } from "./video/VideoFiles.ts"
 import { DEFAULT_VIDEO_MILLIS, makeVideoJobs } from "./video/VideoJobs.ts"
 import { videoRoute } from "./video/VideoRoutes.ts"
-import { notFound, route } from "./SimRoutes.ts"
+import { notFound, type Route, route } from "./SimRoutes.ts"
+import { vendorBatchRoute } from "./batches/VendorBatchRoutes.ts"
+import { DEFAULT_BATCH_MILLIS, makeVendorBatchJobs } from "./batches/VendorBatchJobs.ts"
 
 export interface SimulatorOptions {
   /** Default 127.0.0.1. */
@@ -42,6 +44,8 @@ export interface SimulatorOptions {
   readonly createdSeconds?: number | undefined
   /** Simulated wall-clock time of a video task from submit to its end (default 20 000 ms; queued for the first 10%). */
   readonly videoMillis?: number | undefined
+  /** Wall-clock time from a vendor batch's submit to its results (default 2 000 ms; batches/VendorBatchJobs.ts). */
+  readonly batchMillis?: number | undefined
 }
 
 export interface RecordedCall {
@@ -97,6 +101,7 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
   let baseUrl = ""
   const videos = makeVideoJobs({ videoMillis: options.videoMillis ?? DEFAULT_VIDEO_MILLIS, baseUrl: () => baseUrl })
   const audio = makeAudioTools()
+  const vendorBatches = makeVendorBatchJobs({ batchMillis: options.batchMillis ?? DEFAULT_BATCH_MILLIS })
 
   const later = (ms: number, run: () => void): void => {
     const timer = setTimeout(() => {
@@ -146,7 +151,12 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
       takeInstanceFaults(),
       typeof request.headers[FAULT_HEADER] === "string" ? (request.headers[FAULT_HEADER] as string) : undefined
     )
-    const found = route(request) ?? videoRoute(request, videos) ?? audioRoute(request, audio)
+    const batch = vendorBatchRoute(request, vendorBatches, baseUrl)
+    const batchRoute: Route | undefined =
+      batch === undefined
+        ? undefined
+        : { dialect: batch.dialect, handle: (_, ctx, __, cache) => batch.handle(ctx, cache) }
+    const found = route(request) ?? batchRoute ?? videoRoute(request, videos) ?? audioRoute(request, audio)
     const send = (): void => {
       if (found === undefined) {
         writeJson(res, notFound(request), {})

@@ -1,6 +1,6 @@
 /**
  * Runs the simulator standalone: `tsx src/adapters/simulator/main.ts --port 9100 [--host 127.0.0.1]
- * [--api-key KEY | SIM_API_KEY=KEY] [--reply-tokens 24] [--latency MS] [--chunk-delay MS] [--models a,b]`.
+ * [--api-key KEY | SIM_API_KEY=KEY] [--reply-tokens 24] [--latency MS] [--chunk-delay MS] [--models a,b] [--batch-ms MS]` (a vendor batch's time to its results).
  * Reading argv is this entry point's edge.
  */
 import { NodeRuntime } from "@effect/platform-node"
@@ -16,7 +16,8 @@ const { values } = parseArgs({
     "reply-tokens": { type: "string" },
     latency: { type: "string" },
     "chunk-delay": { type: "string" },
-    models: { type: "string" }
+    models: { type: "string" },
+    "batch-ms": { type: "string" }
   }
 })
 
@@ -33,6 +34,7 @@ const SimulatorLive = Layer.unwrap(
       apiKey: values["api-key"] ?? Option.getOrUndefined(envKey),
       replyTokens: optionalNumber(values["reply-tokens"]),
       models: values.models?.split(",").map((model) => model.trim()),
+      batchMillis: optionalNumber(values["batch-ms"]),
       faults: { latencyMs: optionalNumber(values.latency), chunkDelayMs: optionalNumber(values["chunk-delay"]) }
     })
   })

@@ -8,12 +8,11 @@
 import { Clock, Effect, Semaphore } from "effect"
 import type { InputLine } from "../../domain/batch/BatchInput.ts"
 import type { BatchState } from "../../domain/batch/BatchJob.ts"
-import { usageMetrics } from "../../domain/ledger/UsageMetrics.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
 import type { BatchStore } from "../ports/BatchStore.ts"
 import type { RateLimiter } from "../RateLimiter.ts"
 import type { makeCommits } from "./BatchCommits.ts"
-import { type Commit, type LineServices, runLine } from "./BatchLineRun.ts"
+import { countingTokens, type LineServices, runLine } from "./BatchLineRun.ts"
 
 export interface ChunkContext {
   readonly store: BatchStore["Service"]
@@ -35,14 +34,7 @@ export const runChunk = (
   Effect.gen(function* () {
     const { store, limiter, options, workerId } = context
     const lock = yield* Semaphore.make(1)
-    const commit = context.commits.finish(state.batchId, lock)
-    const finish: Commit = (result, money) =>
-      money._tag !== "Settle"
-        ? commit(result, money)
-        : Effect.tap(commit(result, money), () => {
-            const { inputTokens, outputTokens } = usageMetrics(money.usage)
-            return limiter.recordTokens(key.keyId, inputTokens + outputTokens)
-          })
+    const finish = countingTokens(context.commits.finish(state.batchId, lock), limiter.recordTokens, key.keyId)
     const commits = { start: context.commits.start(state.batchId, lock), finish }
     let waiting = false
     yield* Effect.forEach(

@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import type { InputLine, LineEndpoint } from "../../domain/batch/BatchInput.ts"
 import type { BatchState, LineResult } from "../../domain/batch/BatchJob.ts"
 import type { RefundReason } from "../../domain/ledger/LedgerEvent.ts"
+import { usageMetrics } from "../../domain/ledger/UsageMetrics.ts"
 import { formatMicros, type Micros } from "../../domain/Money.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
 import type { PlaceHoldInput } from "../Ledger.ts"
@@ -26,6 +27,17 @@ export type LineMoney =
 /** Fails only when the store is unreachable: the line then runs again in a later round. */
 export type Commit = (result: LineResult, money: LineMoney) => Effect.Effect<void, StoreUnavailable>
 
+/** `commit`, counting a settled line's tokens towards its key's `tpm` once it is committed, as an interactive call's. */
+export const countingTokens =
+  (commit: Commit, recordTokens: (keyId: string, tokens: number) => Effect.Effect<void>, keyId: string): Commit =>
+  (result, money) =>
+    money._tag !== "Settle"
+      ? commit(result, money)
+      : Effect.tap(commit(result, money), () => {
+          const { inputTokens, outputTokens } = usageMetrics(money.usage)
+          return recordTokens(keyId, inputTokens + outputTokens)
+        })
+
 /** A line's two commits: its start with its hold's placing, its result with the hold's resolution. */
 export interface LineCommits {
   readonly start: (
@@ -35,7 +47,7 @@ export interface LineCommits {
   readonly finish: Commit
 }
 
-const failed = (
+export const failedLine = (
   base: Pick<LineResult, "line" | "customId" | "requestId">,
   holdId: string | null,
   statusCode: number,
@@ -74,7 +86,7 @@ export const runLine = (
     const planned = yield* planLine(services, endpoint, key, input.body, requestId)
     if (planned._tag === "Failure") {
       const { status, code, message } = planned.failure
-      yield* commits.finish(failed(base, null, status, { code, message }), { _tag: "None" })
+      yield* commits.finish(failedLine(base, null, status, { code, message }), { _tag: "None" })
       return "ran"
     }
     const plan = planned.success
@@ -96,7 +108,7 @@ export const runLine = (
       if (started === "taken") return "ran"
       if (started !== "started") {
         const error = { code: "insufficient_quota", message: started.message }
-        yield* commits.finish(failed(base, null, 402, error), { _tag: "None" })
+        yield* commits.finish(failedLine(base, null, 402, error), { _tag: "None" })
         return "ran"
       }
     }
@@ -104,7 +116,7 @@ export const runLine = (
     if (ran._tag === "Failure") {
       const { status, code, message, release, wait } = ran.failure
       if (wait) return "waiting"
-      yield* commits.finish(failed(base, holdId, status, { code, message }), {
+      yield* commits.finish(failedLine(base, holdId, status, { code, message }), {
         _tag: "Release",
         holdId,
         reason: release

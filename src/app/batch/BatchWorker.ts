@@ -36,6 +36,9 @@ import { makeCommits } from "./BatchCommits.ts"
 import { lineRequestId, renderOutput } from "./BatchOutput.ts"
 import type { LineServices } from "./BatchLineRun.ts"
 import { runChunk } from "./BatchChunk.ts"
+import type { VendorBatches } from "../ports/VendorBatches.ts"
+import { makeVendorLines } from "./VendorLines.ts"
+import { submitKey } from "./VendorResults.ts"
 
 export interface BatchWorkerOptions {
   readonly enabled: boolean
@@ -53,6 +56,8 @@ export interface BatchWorkerOptions {
   readonly fileSweepMillis: number
   /** Percent of each deployment's and upstream's `maxConcurrency` that batch lines may take (app/routing). */
   readonly deploymentSharePercent: number
+  /** How often one vendor batch is polled (VendorLines.ts). */
+  readonly vendorPollMillis: number
 }
 
 export const defaultBatchWorkerOptions: BatchWorkerOptions = {
@@ -63,7 +68,8 @@ export const defaultBatchWorkerOptions: BatchWorkerOptions = {
   chunk: 32,
   batchesPerRound: 2,
   fileSweepMillis: 3_600_000,
-  deploymentSharePercent: BatchesDefaults.deploymentSharePercent
+  deploymentSharePercent: BatchesDefaults.deploymentSharePercent,
+  vendorPollMillis: BatchesDefaults.vendorPollMillis
 }
 
 /** The defaults, then the operator's `batches:` section, then what the composition root (or a test) sets. */
@@ -77,7 +83,8 @@ export const workerOptions = (
     : {
         leaseMillis: config.leaseSeconds * 1000,
         concurrency: config.concurrency,
-        deploymentSharePercent: config.deploymentSharePercent
+        deploymentSharePercent: config.deploymentSharePercent,
+        vendorPollMillis: config.vendorPollMillis
       }),
   ...overrides
 })
@@ -103,6 +110,8 @@ export interface WorkerContext {
   readonly ended: (state: BatchState) => Effect.Effect<void>
   /** When a file written at `at` expires: `afterSeconds` after, or the operator's retention after (FileRetention.ts). */
   readonly fileExpiry: (at: Date, afterSeconds?: number) => Date | null
+  /** Vendor batch APIs for upstreams marked `batch: true` (VendorLines.ts); absent: every line is gateway-run. */
+  readonly vendor?: VendorBatches["Service"] | undefined
 }
 
 /** The result of a line started and never finished when its batch ends `ending`. */
@@ -123,13 +132,27 @@ const cutLine = (state: BatchState, line: number, holdId: string, ending: BatchE
 export const makeBatchWorker = (context: WorkerContext) =>
   Effect.gen(function* () {
     const { store, workerId, kicks } = context
-    const options = workerOptions((yield* OperatorConfig).batches, context.options)
+    const config = yield* OperatorConfig
+    const options = workerOptions(config.batches, context.options)
     const limiter = yield* RateLimiter
     const services = { ...context.services, batchSharePercent: options.deploymentSharePercent }
     const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
     const inputs = new Map<string, ReadonlyArray<InputLine>>()
     const commits = makeCommits({ store, ledger: services.ledger, nowIso, lineFinished: context.lineFinished })
     const { record, plainAppend, finish } = commits
+    const vendor = makeVendorLines({
+      vendor: context.vendor,
+      models: config.models,
+      services,
+      commits,
+      pollMillis: options.vendorPollMillis,
+      keepLease: (batchId) =>
+        Effect.flatMap(Clock.currentTimeMillis, (ms) =>
+          store.keepLease(batchId, workerId, new Date(ms + options.leaseMillis))
+        ),
+      load: store.load,
+      recordTokens: limiter.recordTokens
+    })
 
     /**
      * Releases the holds of lines started and never finished (their result: `cancelled`, or `expired` past the
@@ -227,9 +250,18 @@ export const makeBatchWorker = (context: WorkerContext) =>
         }
         const nowMs = yield* Clock.currentTimeMillis
         if (nowMs >= Date.parse(state.expiresAt)) {
+          yield* vendor.cancelAll(state)
           return yield* end(state, "expired", "the batch did not finish within its 24h completion window")
         }
-        if (state.status === "cancelling") return yield* end(state, "cancelled", null)
+        if (state.status === "cancelling") {
+          // The vendors' batches are cancelled and read to their end first: what they did finish is billed.
+          const lines = yield* inputOf(state)
+          const key = (yield* keyNow(state)) ?? submitKey(state)
+          const open = lines === undefined ? false : (yield* vendor.step(state, key, lines)).open
+          if (!open) return yield* end(state, "cancelled", null)
+          yield* store.keepLease(batchId, workerId, new Date((yield* Clock.currentTimeMillis) + options.leaseMillis))
+          return false
+        }
         if (state.status === "finalizing") return yield* end(state, "completed", null)
         if (state.status === "validating") {
           const started = yield* record(batchId, (at) => ({ type: "Start", at }), plainAppend)
@@ -241,21 +273,24 @@ export const makeBatchWorker = (context: WorkerContext) =>
           return final._tag === "Written" ? yield* end(final.next, "completed", null) : false
         }
         const lines = yield* inputOf(state)
-        if (lines === undefined) {
-          return yield* end(state, "failed", "the batch's input file was deleted before every line ran")
-        }
         const key = yield* keyNow(state)
-        if (key === undefined) {
-          return yield* end(state, "failed", "the batch's API key was revoked or expired before every line ran")
+        if (lines === undefined || key === undefined) {
+          yield* vendor.cancelAll(state)
+          return yield* end(
+            state,
+            "failed",
+            lines === undefined
+              ? "the batch's input file was deleted before every line ran"
+              : "the batch's API key was revoked or expired before every line ran"
+          )
         }
-        const chunk = pending.slice(0, options.chunk)
-        const waited = yield* runChunk(
-          { store, services, limiter, options, workerId, commits },
-          state,
-          key,
-          lines,
-          chunk
-        )
+        const { gatewayLines, open } = yield* vendor.step(state, key, lines)
+        const chunk = gatewayLines.slice(0, options.chunk)
+        // Only vendor batches out: polled again at the next poll, not at once.
+        const waited =
+          chunk.length === 0
+            ? open
+            : yield* runChunk({ store, services, limiter, options, workerId, commits }, state, key, lines, chunk)
         // Due again: the next round (here or anywhere) takes the next chunk — at once, or, when lines had to wait
         // for their key's limits or the deployments' batch share, at the next poll, interactive calls going first.
         yield* store.keepLease(batchId, workerId, new Date(yield* Clock.currentTimeMillis))

@@ -4,7 +4,7 @@
  * then takes the batch under a lease and runs its lines (BatchWorker.ts), each under a hold of its own placed when
  * the line starts and resolved, with the line's result, when it ends (BatchLineRun.ts).
  */
-import { Clock, Context, Effect, Layer, Queue } from "effect"
+import { Clock, Context, Effect, Layer, Option, Queue } from "effect"
 import { randomUUID } from "node:crypto"
 import {
   BATCH_ENDPOINTS,
@@ -36,6 +36,7 @@ import { makeTurnBuilder } from "../responses/TurnBuilder.ts"
 import type { StoreRefused, StoreUnavailable } from "../StoreErrors.ts"
 import { makeCommits } from "./BatchCommits.ts"
 import { BatchInvalid, BatchNotCancellable, BatchNotDeletable, BatchNotFound, FileNotFound } from "./BatchErrors.ts"
+import { VendorBatches } from "../ports/VendorBatches.ts"
 import { type BatchWorkerOptions, makeBatchWorker, type RoundReport } from "./BatchWorker.ts"
 import { alertWhenEnded } from "./BatchEndedAlert.ts"
 import { type LineTally, makeLineTallies } from "./BatchLineTally.ts"
@@ -264,7 +265,8 @@ export class Batches extends Context.Service<
           keys: yield* Keys,
           lineFinished: tallies.count,
           ended: alertWhenEnded(store, yield* Alerts),
-          fileExpiry
+          fileExpiry,
+          vendor: Option.getOrUndefined(yield* Effect.serviceOption(VendorBatches))
         })
 
         return Batches.of({

@@ -11,7 +11,7 @@ import { randomUUID } from "node:crypto"
 import { type LineEndpoint, MESSAGES_ENDPOINT } from "../../domain/batch/BatchInput.ts"
 import type { RefundReason } from "../../domain/ledger/LedgerEvent.ts"
 import type { Micros } from "../../domain/Money.ts"
-import type { PluginFailure } from "../../plugins/ModelPlugin.ts"
+import type { ChatCall, Dialect, PluginFailure, PluginModel } from "../../plugins/ModelPlugin.ts"
 import { deliverJson } from "../ChatJsonReply.ts"
 import type { ChatInput } from "../ChatGateway.ts"
 import { planChat } from "../ChatPlan.ts"
@@ -56,12 +56,28 @@ export interface LineFailure {
   readonly wait: boolean
 }
 
+/** A line's answer as the client would have had it, and its price. */
+export interface LineAnswer {
+  readonly body: unknown
+  readonly cost: Micros
+  readonly usage: unknown
+}
+
 export interface LinePlan {
   readonly modelId: string
   readonly pluginId: string
   /** Held for the line, at batch prices. */
   readonly amount: Micros
-  readonly run: Effect.Effect<{ readonly body: unknown; readonly cost: Micros; readonly usage: unknown }, LineFailure>
+  readonly run: Effect.Effect<LineAnswer, LineFailure>
+  /** A chat line, for a vendor batch (VendorLines.ts): its call to a deployment, and how a reply is delivered. */
+  readonly chat?: {
+    /** The call to `upstream` (serving the model as `upstreamModel`), as routing would hand it to the plugin. */
+    readonly call: (upstream: PluginModel["upstreams"][number], upstreamModel: string) => ChatCall
+    readonly deliver: (reply: {
+      readonly dialect: Dialect
+      readonly body: unknown
+    }) => Effect.Effect<LineAnswer, LineFailure>
+  }
 }
 
 const refused = (error: { readonly _tag: string; readonly message?: string; readonly param?: string | null }) => {
@@ -125,16 +141,28 @@ const chatPlan = (
     const discount = services.registry.resolve(planned.modelId)?.batchDiscountPercent
     const plan = { ...planned, model: batchPriced(planned.model, discount) }
     const batchSharePercent = services.batchSharePercent
+    const call = (deployment: PluginModel): ChatCall => ({
+      model: deployment,
+      request: plan.request,
+      client: plan.clientCall,
+      requestId,
+      signal: new AbortController().signal
+    })
+    const deliver = (reply: { readonly dialect: Dialect; readonly body: unknown }) =>
+      Effect.gen(function* () {
+        const { hold, seen } = deferredHold(requestId)
+        const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
+        const services_ = { dialects: services.dialects, store: services.responses }
+        const delivered = yield* Effect.result(deliverJson(services_, plan, chat, hold, reply, created))
+        if (delivered._tag === "Failure" || delivered.success._tag !== "Json" || seen.settled === undefined) {
+          return yield* Effect.fail(unreadable)
+        }
+        return { body: delivered.success.body, ...seen.settled } satisfies LineAnswer
+      })
     const run = Effect.gen(function* () {
       const called = yield* Effect.exit(
         services.deployments.route(plan.model, { ...plan.hint, batchSharePercent }, (deployment) =>
-          plan.plugin.invoke({
-            model: deployment,
-            request: plan.request,
-            client: plan.clientCall,
-            requestId,
-            signal: new AbortController().signal
-          })
+          plan.plugin.invoke(call(deployment))
         )
       )
       if (Exit.isFailure(called)) {
@@ -143,17 +171,19 @@ const chatPlan = (
       }
       const reply = called.value
       if (reply._tag !== "Body") return yield* Effect.fail(unreadable)
-      const { hold, seen } = deferredHold(requestId)
-      const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
-      const services_ = { dialects: services.dialects, store: services.responses }
-      const delivered = yield* Effect.result(deliverJson(services_, plan, chat, hold, reply, created))
-      if (delivered._tag === "Failure" || delivered.success._tag !== "Json" || seen.settled === undefined) {
-        return yield* Effect.fail(unreadable)
-      }
-      return { body: delivered.success.body, ...seen.settled }
+      return yield* deliver(reply)
     })
     const amount = plan.plugin.pricing.estimate({ request: plan.request, inputTokens: plan.inputTokens }, plan.model)
-    return { modelId: plan.modelId, pluginId: plan.plugin.id, amount, run } satisfies LinePlan
+    return {
+      modelId: plan.modelId,
+      pluginId: plan.plugin.id,
+      amount,
+      run,
+      chat: {
+        call: (upstream, upstreamModel) => call({ ...plan.model, upstreams: [upstream], upstreamModel }),
+        deliver
+      }
+    } satisfies LinePlan
   })
 
 const embeddingsPlan = (

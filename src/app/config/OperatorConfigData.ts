@@ -14,6 +14,8 @@ import type { BatchesConfig } from "./decodeBatches.ts"
 export interface UpstreamConfig extends PluginUpstream {
   /** Never log it. */
   readonly apiKey: Redacted.Redacted<string>
+  /** The operator marked its vendor batch API for batch lines (`batch: true`; openai and anthropic only). */
+  readonly batch?: true | undefined
 }
 
 /**

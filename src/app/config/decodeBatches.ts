@@ -13,12 +13,25 @@ export interface BatchesConfig {
   readonly concurrency: number
   /** How long a worker's claim on a batch lasts without renewal. */
   readonly leaseSeconds: number
+  /** How often a vendor batch (an upstream with `batch: true`) is polled for its results. */
+  readonly vendorPollMillis: number
 }
 
-export const BatchesDefaults: BatchesConfig = { deploymentSharePercent: 50, concurrency: 4, leaseSeconds: 120 }
+export const BatchesDefaults: BatchesConfig = {
+  deploymentSharePercent: 50,
+  concurrency: 4,
+  leaseSeconds: 120,
+  vendorPollMillis: 30_000
+}
 
 export const decodeBatches = (input: Input, raw: unknown): BatchesConfig => {
-  const fields = input.object(raw, "batches", ["deploymentSharePercent", "concurrency", "leaseSeconds"], false) ?? {}
+  const fields =
+    input.object(
+      raw,
+      "batches",
+      ["deploymentSharePercent", "concurrency", "leaseSeconds", "vendorPollMillis"],
+      false
+    ) ?? {}
   const share = input.positiveInt(
     fields.deploymentSharePercent,
     "batches.deploymentSharePercent",
@@ -28,6 +41,11 @@ export const decodeBatches = (input: Input, raw: unknown): BatchesConfig => {
   return {
     deploymentSharePercent: Math.min(share, 100),
     concurrency: input.positiveInt(fields.concurrency, "batches.concurrency", BatchesDefaults.concurrency),
-    leaseSeconds: input.positiveInt(fields.leaseSeconds, "batches.leaseSeconds", BatchesDefaults.leaseSeconds)
+    leaseSeconds: input.positiveInt(fields.leaseSeconds, "batches.leaseSeconds", BatchesDefaults.leaseSeconds),
+    vendorPollMillis: input.positiveInt(
+      fields.vendorPollMillis,
+      "batches.vendorPollMillis",
+      BatchesDefaults.vendorPollMillis
+    )
   }
 }

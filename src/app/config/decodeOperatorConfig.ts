@@ -151,6 +151,23 @@ const decodeAuth = (input: Input, raw: unknown, path: string): { readonly auth?:
   return {}
 }
 
+/**
+ * `batch: true` marks an upstream whose vendor batch API takes the batch lines of its models (app/batch/VendorTargets.ts):
+ * only OpenAI's and Anthropic's protocols have one.
+ */
+const decodeBatchCapable = (input: Input, raw: unknown, path: string, protocol: string): { batch?: true } => {
+  if (raw === undefined || raw === false) return {}
+  if (raw !== true) {
+    input.issue(`${path}.batch`, "expected true or false")
+    return {}
+  }
+  if (protocol !== "openai" && protocol !== "anthropic") {
+    input.issue(`${path}.batch`, "only an upstream of protocol openai or anthropic has a batch API")
+    return {}
+  }
+  return { batch: true }
+}
+
 const decodeUpstreams = (
   input: Input,
   raw: unknown,
@@ -172,7 +189,8 @@ const decodeUpstreams = (
       "auth",
       "rpm",
       "tpm",
-      "maxConcurrency"
+      "maxConcurrency",
+      "batch"
     ])
     if (fields === undefined) continue
     limits.set(name, decodeUpstreamLimits(input, fields, path))
@@ -210,7 +228,7 @@ const decodeUpstreams = (
         OperatorConfigDefaults.upstreamMaxConnections
       )
     }
-    upstreams.set(name, upstream)
+    upstreams.set(name, { ...upstream, ...decodeBatchCapable(input, fields.batch, path, upstream.protocol) })
   }
   return upstreams
 }

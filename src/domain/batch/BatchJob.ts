@@ -10,113 +10,21 @@
 import { parseDecimal } from "../Money.ts"
 import type { BatchStatus } from "./BatchStatus.ts"
 import { linesAtEnd } from "./ExpiredLines.ts"
+import {
+  decideVendor,
+  evolveVendor,
+  type VendorCommand,
+  type VendorGroup,
+  type VendorRejection
+} from "./VendorGroups.ts"
 
 export const batchStream = (batchId: string): string => `batch-${batchId}`
 
 export type { BatchStatus } from "./BatchStatus.ts"
 
-/** How a batch ended. */
-export type BatchEnding = "completed" | "failed" | "expired" | "cancelled"
+import type { BatchEnding, BatchEvent, BatchKey, LineResult } from "./BatchEvents.ts"
 
-/** How one line ended: answered (any status), refused before an answer, cut by a cancellation, or never run in time. */
-export type LineOutcome = "succeeded" | "failed" | "cancelled" | "expired"
-
-/** The caller's key as it was at submit: each line runs with its model list and spend limit. */
-export interface BatchKey {
-  readonly keyId: string
-  readonly models: ReadonlyArray<string> | null
-  /** A decimal string, or null without a limit. */
-  readonly spendLimit: string | null
-}
-
-export interface LineResult {
-  readonly line: number
-  readonly customId: string
-  readonly outcome: LineOutcome
-  /** The hold that billed or refunded it; null when no hold was placed (refused before). */
-  readonly holdId: string | null
-  /** What was captured, a decimal string; "0.000000" for a refunded line. */
-  readonly cost: string
-  readonly requestId: string
-  /** The answer as the client would have had it: its status and body. Null when there was none. */
-  readonly response: { readonly statusCode: number; readonly body: unknown } | null
-  readonly error: { readonly code: string; readonly message: string } | null
-}
-
-export interface BatchSubmitted {
-  readonly type: "BatchSubmitted"
-  readonly data: {
-    readonly batchId: string
-    readonly accountId: string
-    readonly key: BatchKey
-    readonly endpoint: string
-    readonly inputFileId: string
-    readonly completionWindow: string
-    /** The lines' custom ids in file order (line n is `customIds[n]`). */
-    readonly customIds: ReadonlyArray<string>
-    readonly metadata: Readonly<Record<string, string>> | null
-    readonly requestId: string | null
-    readonly expiresAt: string
-    readonly at: string
-    readonly outputExpiresAfterSeconds?: number | null // OpenAI's `output_expires_after.seconds`; absent: the operator's
-  }
-}
-
-/** An event that only marks a moment of the batch. */
-type Marker<T extends string> = { readonly type: T; readonly data: { readonly batchId: string; readonly at: string } }
-
-export type BatchStarted = Marker<"BatchStarted">
-export type BatchCancelRequested = Marker<"BatchCancelRequested">
-export type BatchFinalizing = Marker<"BatchFinalizing">
-/** An ended batch deleted by its account (Anthropic's `DELETE /v1/messages/batches/{id}`): it is no longer shown. */
-export type BatchDeleted = Marker<"BatchDeleted">
-
-/** A line's hold was placed (this event is its companion): the line now runs, on this run or a later one. */
-export interface BatchLineStarted {
-  readonly type: "BatchLineStarted"
-  readonly data: { readonly batchId: string; readonly line: number; readonly holdId: string; readonly at: string }
-}
-
-export interface BatchLineFinished {
-  readonly type: "BatchLineFinished"
-  readonly data: LineResult & { readonly batchId: string; readonly at: string }
-}
-
-export interface BatchEnded {
-  readonly type: "BatchEnded"
-  readonly data: {
-    readonly batchId: string
-    readonly ending: BatchEnding
-    readonly outputFileId: string | null
-    readonly errorFileId: string | null
-    readonly message: string | null
-    readonly at: string
-  }
-}
-
-export type BatchEvent =
-  | BatchSubmitted
-  | BatchStarted
-  | BatchLineStarted
-  | BatchLineFinished
-  | BatchCancelRequested
-  | BatchFinalizing
-  | BatchEnded
-  | BatchDeleted
-
-export const BATCH_EVENT_TYPES: ReadonlyArray<BatchEvent["type"]> = [
-  "BatchSubmitted",
-  "BatchStarted",
-  "BatchLineStarted",
-  "BatchLineFinished",
-  "BatchCancelRequested",
-  "BatchFinalizing",
-  "BatchEnded",
-  "BatchDeleted"
-]
-
-export const isBatchEventType = (type: string): type is BatchEvent["type"] =>
-  (BATCH_EVENT_TYPES as ReadonlyArray<string>).includes(type)
+export * from "./BatchEvents.ts"
 
 export interface BatchState {
   readonly batchId: string
@@ -134,6 +42,8 @@ export interface BatchState {
   /** The hold of every line started (its hold placed), by line number. */
   readonly started: ReadonlyMap<number, string>
   readonly lines: ReadonlyMap<number, LineResult>
+  /** Lines sent as vendor batches, by group tag (VendorGroups.ts). */
+  readonly vendor: ReadonlyMap<string, VendorGroup>
   readonly succeeded: number
   readonly failed: number
   /** The sum of the lines' captured costs, in micro-dollars. */
@@ -179,6 +89,7 @@ export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchS
       status: "validating",
       started: new Map(),
       lines: new Map(),
+      vendor: new Map(),
       succeeded: 0,
       failed: 0,
       cost: 0n,
@@ -220,6 +131,9 @@ export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchS
       return enter("finalizing")
     case "BatchDeleted":
       return { ...next, deleted: true }
+    case "BatchVendorSubmitting":
+    case "BatchVendorAccepted":
+      return { ...next, vendor: evolveVendor(state.vendor, event) }
     case "BatchEnded": {
       const { ending, outputFileId, errorFileId, message } = event.data
       return linesAtEnd({ ...enter(ending), outputFileId, errorFileId, message }, ending)
@@ -237,6 +151,7 @@ export type BatchCommand =
   | { readonly type: "Cancel"; readonly at: string }
   | { readonly type: "Finalize"; readonly at: string }
   | { readonly type: "Delete"; readonly at: string }
+  | VendorCommand
   | {
       readonly type: "End"
       readonly ending: BatchEnding
@@ -255,6 +170,7 @@ export type BatchRejection =
   | { readonly _tag: "LinesPending"; readonly pending: number }
   | { readonly _tag: "NotExpired" }
   | { readonly _tag: "Deleted" }
+  | VendorRejection
 
 export type BatchDecision =
   | { readonly _tag: "Accepted"; readonly events: ReadonlyArray<BatchEvent> }
@@ -316,6 +232,12 @@ export const decide = (state: BatchState, command: BatchCommand): BatchDecision 
       if (state.status === "cancelling") return accept()
       if (state.status !== "validating" && state.status !== "in_progress") return wrong(state, command)
       return accept({ type: "BatchCancelRequested", data: { batchId, at: command.at } })
+    case "VendorSubmit":
+    case "VendorAccept": {
+      const decided = decideVendor(state, command)
+      if (decided === "wrong-status") return wrong(state, command)
+      return "events" in decided ? accept(...decided.events) : reject(decided)
+    }
     case "Finalize":
       if (state.status !== "in_progress") return wrong(state, command)
       if (pending > 0) return reject({ _tag: "LinesPending", pending })

@@ -96,7 +96,7 @@ interface UpstreamCall {
   readonly body: Record<string, unknown>
 }
 
-const buildCall = (call: ChatCall, protocol: TextProtocol): Converted<UpstreamCall> => {
+export const buildCall = (call: ChatCall, protocol: TextProtocol): Converted<UpstreamCall> => {
   const { model, request, client } = call
   const stream = request.stream
   const cap = outputCap(request, model)

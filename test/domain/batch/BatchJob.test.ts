@@ -60,6 +60,25 @@ const command = (lines: number): fc.Arbitrary<(at: string) => BatchCommand> =>
         at
       })),
     fc.constant((at: string) => ({ type: "Cancel", at }) as BatchCommand),
+    fc.integer({ min: -1, max: lines }).map((line) => (at: string) => ({
+      type: "StartLine" as const,
+      line,
+      holdId: `hold-${line}`,
+      at
+    })),
+    // Vendor groups (VendorGroups.ts): two tags, so a group is sometimes recorded or accepted again.
+    fc
+      .tuple(fc.constantFrom("g1", "g2"), fc.uniqueArray(fc.integer({ min: 0, max: lines - 1 }), { maxLength: lines }))
+      .map(([tag, groupLines]) => (at: string) => ({
+        type: "VendorSubmit" as const,
+        tag,
+        upstream: "vendor",
+        lines: groupLines,
+        at
+      })),
+    fc
+      .tuple(fc.constantFrom("g1", "g2"), fc.constantFrom("vb_1", "vb_2"))
+      .map(([tag, vendorBatchId]) => (at: string) => ({ type: "VendorAccept" as const, tag, vendorBatchId, at })),
     fc.constant((at: string) => ({ type: "Finalize", at }) as BatchCommand),
     fc.constant((at: string) => ({ type: "Delete", at }) as BatchCommand),
     fc.constantFrom("completed", "failed", "expired", "cancelled").map((ending) => (at: string) => ({
@@ -115,6 +134,23 @@ const run = (lines: number, steps: ReadonlyArray<readonly [(at: string) => Batch
       if (event.type === "BatchFinalizing") assert.strictEqual(before.lines.size, lines)
       // 9. a deletion only once finished
       if (event.type === "BatchDeleted") assert.isTrue(isFinished(before.status))
+      // 8. a line starts once, only in progress
+      if (event.type === "BatchLineStarted") {
+        assert.isFalse(before.started.has(event.data.line))
+        assert.strictEqual(before.status, "in_progress")
+      }
+      // VendorGroups.ts: a group only of held, unfinished lines in no other group, once, only in progress
+      if (event.type === "BatchVendorSubmitting") {
+        assert.strictEqual(before.status, "in_progress")
+        assert.isFalse(before.vendor.has(event.data.tag))
+        const taken = new Set([...before.vendor.values()].flatMap((group) => group.lines))
+        for (const line of event.data.lines) {
+          assert.isTrue(before.started.has(line) && !before.lines.has(line) && !taken.has(line))
+        }
+      }
+      // …and its vendor id recorded once
+      if (event.type === "BatchVendorAccepted")
+        assert.strictEqual(before.vendor.get(event.data.tag)?.vendorBatchId, null)
     }
     // 7. the counts are those of the finished lines
     const finished = [...state.lines.values()]
