@@ -28,7 +28,7 @@ upstreams:
 models:
   - { id: sim-openai, plugin: text, upstreams: [vb-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: sim-anthropic, plugin: text, upstreams: [vb-anthropic], upstreamModel: sim-anthropic, pricing: { input: "0.15", output: "0.60", batchInput: "0.10", batchOutput: "0.40" } }
-  - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" } }
+  - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" }, batchDiscountPercent: 20 }
   - { id: slow-openai, plugin: text, upstreams: [slow-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: refused-openai, plugin: text, upstreams: [refusing], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
 batches: { vendorPollMillis: 100 }
