@@ -85,9 +85,12 @@ export const spawnNode = (
   const profile = profileDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", profileDir]
   // Compiled JavaScript (the gateway `npm start` runs, dist/gateway/main.js) needs no TypeScript loader.
   const loader = script.endsWith(".ts") ? ["--import", "tsx"] : []
+  // The store is the caller's to choose: a DATABASE_URL of the shell that runs the bench would put an embedded rung
+  // on Postgres.
+  const { DATABASE_URL: _shells, ...inherited } = process.env
   const child = spawn(process.execPath, [...profile, ...preload, ...loader, script], {
     env: {
-      ...process.env,
+      ...inherited,
       ...options.env,
       ...(options.loopDelayFile === undefined ? {} : { BENCH_LOOP_DELAY_FILE: options.loopDelayFile })
     },
