@@ -9,7 +9,9 @@ import { defineConfig } from "vitest/config"
  * load each module once (`isolate: false`): a fresh process per file spent more CPU importing effect, the SDKs and
  * src/ again than most files spend testing (66 files of test/domain, test/plugins and test/http/chat: 108 s of CPU
  * isolated, 41 s shared). Files therefore keep nothing in module or global state that another file could see
- * (test/support/SecretWatch.ts installs its watchers once per process for that reason).
+ * (test/support/SecretWatch.ts installs its watchers once per process for that reason); a run with the files in a
+ * shuffled order (`--sequence.shuffle.files`) passes. `npm test` took 6.5 minutes on a 2-core machine with nothing
+ * else running (2026-11-28, 1,876 tests; 16 minutes before the shared workers).
  */
 const alone = [
   "test/http/chat/LargePrompt.test.ts",
