@@ -2,7 +2,7 @@
  * A real gateway for tests: the production composition (AppLayer) on an in-memory PGlite database, listening on an
  * ephemeral loopback port, with a random admin token. Promise-based so any test (or SDK client) can use it.
  */
-import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { ConfigProvider, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -75,8 +75,13 @@ export const startTestGateway = async (
     if (ownContentDir !== undefined) rmSync(ownContentDir, { recursive: true, force: true })
   }
   const scope = Effect.runSync(Scope.make())
+  // The environment as it is now, as a process started now would see it: Effect's default provider is a copy of
+  // `process.env` taken at its first use, which in a worker shared by many test files (vitest.config.ts) can be
+  // another file's moment.
   const context = await Effect.runPromise(
-    Layer.buildWithScope(serverLayer(services, { port: 0, host: "127.0.0.1" }, options.tracing), scope)
+    Layer.buildWithScope(serverLayer(services, { port: 0, host: "127.0.0.1" }, options.tracing), scope).pipe(
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv())
+    )
   ).catch(async (error: unknown) => {
     // A failed start still opened resources (an embedded database): close them before reporting the failure.
     await Effect.runPromise(Scope.close(scope, Exit.void))
