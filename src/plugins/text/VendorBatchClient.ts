@@ -4,8 +4,8 @@
  * (`POST /v1/messages/batches`, `GET …/{id}`, `GET …/{id}/results`). Each chat line's body is built by the text
  * plugin's own conversion (`buildCall` in TextPlugin.ts), each embeddings line's (OpenAI only) as the embeddings plugin
  * builds it (EmbeddingsPlugin.ts), as the interactive call to that upstream would be, and each result comes back as
- * that call's reply: a chat reply body, or the embeddings read as the embeddings plugin reads them. Results are read from the upstream's own base URL (never from a URL the
- * vendor names), so the upstream's key goes nowhere else.
+ * that call's reply: a chat reply body, or the embeddings read as the embeddings plugin reads them. Results are read
+ * from the upstream's own base URL (never from a URL the vendor names), so the upstream's key goes nowhere else.
  */
 import { Effect, Layer, Result } from "effect"
 import { randomUUID } from "node:crypto"
