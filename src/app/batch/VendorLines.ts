@@ -1,7 +1,7 @@
 /**
  * Batch lines sent to a vendor's own batch API: a line whose model is served by an upstream the operator marked
- * `batch: true` (OpenAI or Anthropic; which lines, VendorTargets.ts decides) goes there, in a vendor batch of its own batch's lines for that upstream, instead
- * of being run by the gateway. Each line is planned as the gateway-run line is (LinePlans.ts: the model, the key, the
+ * `batch: true` (OpenAI or Anthropic; which lines, VendorTargets.ts decides) goes there, in a vendor batch of its own
+ * batch's lines for that upstream, instead of being run by the gateway. Each line is planned as the gateway-run line is (LinePlans.ts: the model, the key, the
  * conversion, the estimate at batch prices) and its hold placed (`BatchLineStarted`) before the group is recorded
  * (`BatchVendorSubmitting`, domain/batch/VendorGroups.ts) and then submitted under the group's tag; the vendor's id is
  * recorded (`BatchVendorAccepted`) before the group is polled. A run that stops in between looks for the tag at the

@@ -2,7 +2,8 @@
  * Which batch lines go to a vendor's batch API (VendorLines.ts), decided here only: the chat lines of a `text` model
  * served by an upstream the operator marked `batch: true` (OpenAI's Batch API or Anthropic's Message Batches), and the
  * `/v1/embeddings` lines of an `embeddings` model served by such an upstream of protocol `openai` (OpenAI's Batch API
- * takes embeddings; Anthropic's has none, and Gemini upstreams have no batch API here). Every other line is gateway-run.
+ * takes embeddings; Anthropic's has none, and Gemini upstreams have no batch API here). Every other line is
+ * gateway-run.
  */
 import type { LineEndpoint } from "../../domain/batch/BatchInput.ts"
 import type { ModelConfig, UpstreamConfig } from "../OperatorConfig.ts"

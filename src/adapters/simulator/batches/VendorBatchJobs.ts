@@ -1,8 +1,8 @@
 /**
  * The simulator's vendor batches: OpenAI's files and batches, Anthropic's message batches, one store per simulator
  * instance. Each request of a batch is answered at submit by the interactive handler of its endpoint
- * (`chatCompletions`, `createEmbeddings`, `createMessage`), so its usage is what the interactive call would report; the batch shows
- * `in_progress` until `batchMillis` after its submit, then its results. A request whose body carries the marker
+ * (`chatCompletions`, `createEmbeddings`, `createMessage`), so its usage is what the interactive call would report;
+ * the batch shows `in_progress` until `batchMillis` after its submit, then its results. A request whose body carries the marker
  * `[sim:batch-line-error]` fails (the fault knob for one line). This is the simulator's edge for batches: it reads the
  * wall clock (`Date.now`), as the video tasks do.
  */
