@@ -11,7 +11,15 @@ import { randomUUID } from "node:crypto"
 import { type LineEndpoint, MESSAGES_ENDPOINT } from "../../domain/batch/BatchInput.ts"
 import type { RefundReason } from "../../domain/ledger/LedgerEvent.ts"
 import type { Micros } from "../../domain/Money.ts"
-import type { ChatCall, Dialect, PluginFailure, PluginModel } from "../../plugins/ModelPlugin.ts"
+import type {
+  ChatCall,
+  Dialect,
+  EmbeddingsCall,
+  EmbeddingsPlugin,
+  EmbeddingsReply,
+  PluginFailure,
+  PluginModel
+} from "../../plugins/ModelPlugin.ts"
 import { deliverJson } from "../ChatJsonReply.ts"
 import type { ChatInput } from "../ChatGateway.ts"
 import { planChat } from "../ChatPlan.ts"
@@ -21,6 +29,7 @@ import type { AuthenticatedKey } from "../Keys.ts"
 import type { ChatDialects } from "../ports/ChatDialects.ts"
 import type { ResponseStore } from "../ports/ResponseStore.ts"
 import type { TokenCounter } from "../ports/TokenCounter.ts"
+import type { VendorCall, VendorReply } from "../ports/VendorBatches.ts"
 import type { makeTurnBuilder } from "../responses/TurnBuilder.ts"
 import type { StoreUnavailable } from "../StoreErrors.ts"
 import { statusOfFailure } from "../FailureStatus.ts"
@@ -69,14 +78,11 @@ export interface LinePlan {
   /** Held for the line, at batch prices. */
   readonly amount: Micros
   readonly run: Effect.Effect<LineAnswer, LineFailure>
-  /** A chat line, for a vendor batch (VendorLines.ts): its call to a deployment, and how a reply is delivered. */
-  readonly chat?: {
+  /** For a vendor batch (VendorLines.ts): the line's call to a deployment, and how the vendor's reply is delivered. */
+  readonly vendor: {
     /** The call to `upstream` (serving the model as `upstreamModel`), as routing would hand it to the plugin. */
-    readonly call: (upstream: PluginModel["upstreams"][number], upstreamModel: string) => ChatCall
-    readonly deliver: (reply: {
-      readonly dialect: Dialect
-      readonly body: unknown
-    }) => Effect.Effect<LineAnswer, LineFailure>
+    readonly call: (upstream: PluginModel["upstreams"][number], upstreamModel: string) => VendorCall
+    readonly deliver: (reply: VendorReply) => Effect.Effect<LineAnswer, LineFailure>
   }
 }
 
@@ -179,12 +185,33 @@ const chatPlan = (
       pluginId: plan.plugin.id,
       amount,
       run,
-      chat: {
-        call: (upstream, upstreamModel) => call({ ...plan.model, upstreams: [upstream], upstreamModel }),
-        deliver
+      vendor: {
+        call: (upstream, upstreamModel) => ({
+          _tag: "Chat",
+          call: call({ ...plan.model, upstreams: [upstream], upstreamModel })
+        }),
+        deliver: (reply) => (reply._tag === "Chat" ? deliver(reply) : Effect.fail(unreadable))
       }
     } satisfies LinePlan
   })
+
+/** An embeddings reply as the client's embeddings object and its price (the model's, at batch prices). */
+const embeddingsAnswer =
+  (
+    read: Effect.Success<ReturnType<typeof readEmbeddingsRequest>>,
+    plugin: EmbeddingsPlugin,
+    model: PluginModel,
+    inputTokens: number
+  ) =>
+  (reply: EmbeddingsReply): Effect.Effect<LineAnswer, LineFailure> =>
+    // A reply the client cannot match to its inputs is not delivered: nothing is charged for it.
+    reply.vectors.length !== read.request.inputs.length
+      ? Effect.fail(unreadable)
+      : Effect.succeed({
+          body: embeddingsBody(reply, read.model, read.format),
+          cost: plugin.pricing.price({ promptTokens: reply.promptTokens }, model),
+          usage: { promptTokens: reply.promptTokens, inputs: read.request.inputs.length, estimatedTokens: inputTokens }
+        })
 
 const embeddingsPlan = (
   services: LineServices,
@@ -205,28 +232,35 @@ const embeddingsPlan = (
       0
     )
     const inputTokens = (yield* services.tokens.countMany(texts)) + tokenIds
-    const run = Effect.gen(function* () {
-      const reply = yield* services.deployments
-        .route(model, { batchSharePercent: services.batchSharePercent }, (deployment) =>
-          plugin.embed({
-            model: deployment,
-            request: read.request,
-            inputTokens,
-            requestId,
-            signal: new AbortController().signal
-          })
-        )
-        .pipe(Effect.mapError(failedCall))
-      // A reply the client cannot match to its inputs is not delivered: nothing is charged for it.
-      if (reply.vectors.length !== read.request.inputs.length) return yield* Effect.fail(unreadable)
-      return {
-        body: embeddingsBody(reply, read.model, read.format),
-        cost: plugin.pricing.price({ promptTokens: reply.promptTokens }, model),
-        usage: { promptTokens: reply.promptTokens, inputs: read.request.inputs.length, estimatedTokens: inputTokens }
-      }
+    const call = (deployment: PluginModel): EmbeddingsCall => ({
+      model: deployment,
+      request: read.request,
+      inputTokens,
+      requestId,
+      signal: new AbortController().signal
     })
+    const deliver = embeddingsAnswer(read, plugin, model, inputTokens)
+    const run = services.deployments
+      .route(model, { batchSharePercent: services.batchSharePercent }, (deployment) => plugin.embed(call(deployment)))
+      .pipe(Effect.mapError(failedCall), Effect.flatMap(deliver))
     const amount = plugin.pricing.estimate({ request: read.request, inputTokens }, model)
-    return { modelId: read.model, pluginId: plugin.id, amount, run } satisfies LinePlan
+    return {
+      modelId: read.model,
+      pluginId: plugin.id,
+      amount,
+      run,
+      vendor: {
+        call: (upstream, upstreamModel) => ({
+          _tag: "Embeddings",
+          call: call({ ...model, upstreams: [upstream], upstreamModel })
+        }),
+        // The vendor's count when it reported one, else the gateway's, as the interactive call bills (the plugin's).
+        deliver: (reply) =>
+          reply._tag === "Embeddings"
+            ? deliver({ vectors: reply.vectors, promptTokens: reply.promptTokens ?? inputTokens })
+            : Effect.fail(unreadable)
+      }
+    } satisfies LinePlan
   })
 
 /** A problem the endpoint reports as `param: detail`, as a refusal naming the field once. */

@@ -1,12 +1,12 @@
 /**
- * Batch lines sent to a vendor's own batch API: a chat line whose model is served by an upstream the operator marked
- * `batch: true` (OpenAI or Anthropic) goes there, in a vendor batch of its own batch's lines for that upstream, instead
- * of being run by the gateway. Each line is planned as the gateway-run line is (LinePlans.ts: the model, the key, the
+ * Batch lines sent to a vendor's own batch API: a line whose model is served by an upstream the operator marked
+ * `batch: true` (OpenAI or Anthropic; which lines, VendorTargets.ts decides) goes there, in a vendor batch of its own
+ * batch's lines for that upstream, instead of being run by the gateway. Each line is planned as the gateway-run line is (LinePlans.ts: the model, the key, the
  * conversion, the estimate at batch prices) and its hold placed (`BatchLineStarted`) before the group is recorded
  * (`BatchVendorSubmitting`, domain/batch/VendorGroups.ts) and then submitted under the group's tag; the vendor's id is
  * recorded (`BatchVendorAccepted`) before the group is polled. A run that stops in between looks for the tag at the
  * vendor first (plugins/text/VendorBatchClient.ts `find`) and submits only when it is not there. Each vendor result is
- * delivered as the interactive call's reply would be (`chat.deliver`: read, priced at batch prices, encoded in the
+ * delivered as the interactive call's reply would be (`vendor.deliver`: read, priced at batch prices, encoded in the
  * client's protocol) and commits with its hold's settlement; an errored, expired or cancelled one with its release.
  */
 import { Clock, Effect, Semaphore } from "effect"
@@ -66,9 +66,9 @@ export const makeVendorLines = (context: VendorContext) => {
     context.models.flatMap((model) => model.upstreams).find((upstream) => upstream.name === name)
 
   const targetOf = (state: BatchState, input: InputLine | undefined) =>
-    vendor === undefined || input === undefined || state.endpoint === "/v1/embeddings"
+    vendor === undefined || input === undefined
       ? undefined
-      : vendorTargetOf(context.models, input.body.model)
+      : vendorTargetOf(context.models, state.endpoint as LineEndpoint, input.body.model)
 
   const plan = (state: BatchState, key: AuthenticatedKey, input: InputLine) =>
     planLine(services, state.endpoint as LineEndpoint, key, input.body, lineRequestId(state.batchId, input.line))
@@ -88,12 +88,14 @@ export const makeVendorLines = (context: VendorContext) => {
         const input = inputs[line]
         if (input === undefined || state.lines.has(line)) continue
         const planned = yield* plan(state, key, input)
-        const chat = planned._tag === "Success" ? planned.success.chat : undefined
-        if (chat === undefined) {
+        if (planned._tag === "Failure") {
           yield* finishLine(services, state, key, input, UNPLANNABLE, commit)
           continue
         }
-        out.push({ customId: vendorId(group.tag, line), call: chat.call(target.upstream, target.upstreamModel) })
+        out.push({
+          customId: vendorId(group.tag, line),
+          call: planned.success.vendor.call(target.upstream, target.upstreamModel)
+        })
       }
       return out
     })
@@ -157,16 +159,13 @@ export const makeVendorLines = (context: VendorContext) => {
     lock: Semaphore.Semaphore
   ) =>
     Effect.gen(function* () {
-      const refused =
-        planned.chat === undefined
-          ? "not a chat line"
-          : vendor?.refusal(
-              {
-                customId: vendorId("refusal", input.line),
-                call: planned.chat.call(target.upstream, target.upstreamModel)
-              },
-              target.upstream
-            )
+      const refused = vendor?.refusal(
+        {
+          customId: vendorId("refusal", input.line),
+          call: planned.vendor.call(target.upstream, target.upstreamModel)
+        },
+        target.upstream
+      )
       if (refused !== undefined) return { status: 400, error: { code: "invalid_request", message: refused } }
       if (state.started.has(input.line)) return "started" as const
       const started = yield* commits.start(state.batchId, lock)(input.line, {
@@ -287,7 +286,7 @@ export const makeVendorLines = (context: VendorContext) => {
     commit: Commit
   ) =>
     Effect.gen(function* () {
-      const target = vendorTargetOf(context.models, inputs[group.lines[0] ?? -1]?.body.model)
+      const target = targetOf(state, inputs[group.lines[0] ?? -1])
       const lines = yield* vendorLinesOf(state, key, group, inputs, target ?? { upstream, upstreamModel: "" }, commit)
       if (lines.length === 0 || vendor === undefined) return undefined
       return yield* vendor.submit(upstream, group.tag, lines)

@@ -1,6 +1,6 @@
 /**
  * A vendor batch's result for one line (VendorLines.ts) as the line's result: a reply delivered as the interactive
- * call's would be (LinePlans.ts `chat.deliver`: read, priced at batch prices, in the client's protocol) and settled;
+ * call's would be (LinePlans.ts `vendor.deliver`: read, priced at batch prices, in the client's protocol) and settled;
  * an error, an expiry or a cancellation with its hold released.
  */
 import { Effect } from "effect"
@@ -52,8 +52,8 @@ export const finishLine = (
       case "Succeeded": {
         const requestId = lineRequestId(state.batchId, input.line)
         const planned = yield* planLine(services, state.endpoint as LineEndpoint, key, input.body, requestId)
-        const chat = planned._tag === "Success" ? planned.success.chat : undefined
-        const answer = chat === undefined ? undefined : yield* Effect.result(chat.deliver(result))
+        const answer =
+          planned._tag === "Success" ? yield* Effect.result(planned.success.vendor.deliver(result.reply)) : undefined
         if (answer === undefined || answer._tag === "Failure") {
           return yield* fail(502, "upstream_unreadable", "the vendor sent a result the gateway cannot read", "failed")
         }

@@ -1,7 +1,11 @@
 /**
- * Which batch lines go to a vendor's batch API (VendorLines.ts): those of a `text` model served by an upstream the
- * operator marked `batch: true`. Decided here only.
+ * Which batch lines go to a vendor's batch API (VendorLines.ts), decided here only: the chat lines of a `text` model
+ * served by an upstream the operator marked `batch: true` (OpenAI's Batch API or Anthropic's Message Batches), and the
+ * `/v1/embeddings` lines of an `embeddings` model served by such an upstream of protocol `openai` (OpenAI's Batch API
+ * takes embeddings; Anthropic's has none, and Gemini upstreams have no batch API here). Every other line is
+ * gateway-run.
  */
+import type { LineEndpoint } from "../../domain/batch/BatchInput.ts"
 import type { ModelConfig, UpstreamConfig } from "../OperatorConfig.ts"
 
 export interface VendorTarget {
@@ -9,14 +13,29 @@ export interface VendorTarget {
   readonly upstreamModel: string
 }
 
-/** The first deployment of a text model whose upstream is batch-capable, in the routing's order of preference. */
-export const vendorTargetOf = (models: ReadonlyArray<ModelConfig>, modelId: unknown): VendorTarget | undefined => {
+/** Whether `upstream` takes a line of `endpoint` of a model of `plugin` into its vendor's batch API. */
+const takes = (plugin: string, endpoint: LineEndpoint) => (upstream: UpstreamConfig) => {
+  if (upstream.batch !== true) return false
+  if (endpoint === "/v1/embeddings") return plugin === "embeddings" && upstream.protocol === "openai"
+  return plugin === "text"
+}
+
+/**
+ * The first deployment, in the routing's order of preference, whose upstream takes the model's lines of `endpoint`
+ * into its batch API.
+ */
+export const vendorTargetOf = (
+  models: ReadonlyArray<ModelConfig>,
+  endpoint: LineEndpoint,
+  modelId: unknown
+): VendorTarget | undefined => {
   const model = models.find((candidate) => candidate.id === modelId)
-  if (model === undefined || model.plugin !== "text") return undefined
+  if (model === undefined) return undefined
   const deployments =
     model.deployments === undefined
       ? model.upstreams.map((upstream) => ({ upstream, upstreamModel: model.upstreamModel }))
       : [...model.deployments].sort((a, b) => a.priority - b.priority)
-  const found = deployments.find((deployment) => deployment.upstream.batch === true)
+  const accepts = takes(model.plugin, endpoint)
+  const found = deployments.find((deployment) => accepts(deployment.upstream))
   return found === undefined ? undefined : { upstream: found.upstream, upstreamModel: found.upstreamModel }
 }

@@ -1,10 +1,11 @@
 /**
  * A vendor's own batch API, as the batch worker uses it (app/batch/VendorLines.ts): OpenAI's Files and Batch APIs and
  * Anthropic's Message Batches, for upstreams the operator marked `batch: true`. The implementation
- * (plugins/text/VendorBatchClient.ts) converts each line as an interactive call to that upstream is converted and
- * reads the vendor's results back as that call's replies; the worker turns them into the client's lines.
+ * (plugins/text/VendorBatchClient.ts) converts each line as an interactive call to that upstream is converted (a chat
+ * call as the text plugin builds it, an embeddings call as the embeddings plugin does) and reads the vendor's results
+ * back as that call's replies; the worker turns them into the client's lines.
  */
-import type { ChatCall, Dialect } from "@tollgate/plugin-spec"
+import type { ChatCall, Dialect, EmbeddingsCall } from "@tollgate/plugin-spec"
 import { Context, type Effect, Schema } from "effect"
 import type { UpstreamConfig } from "../OperatorConfig.ts"
 
@@ -19,16 +20,31 @@ export class VendorBatchFailed extends Schema.TaggedError<VendorBatchFailed>()("
   refused: Schema.Boolean
 }) {}
 
+/** The interactive call a vendor line stands for. Embeddings calls go only to OpenAI's batch API (VendorTargets.ts). */
+export type VendorCall =
+  | { readonly _tag: "Chat"; readonly call: ChatCall }
+  | { readonly _tag: "Embeddings"; readonly call: EmbeddingsCall }
+
 /** One line for the vendor: its custom id there, and the interactive call it stands for. */
 export interface VendorLine {
   readonly customId: string
-  readonly call: ChatCall
+  readonly call: VendorCall
 }
+
+/** A line's answer from the vendor, as its interactive call would have had it. */
+export type VendorReply =
+  /** A chat reply body in `dialect`, as the interactive endpoint would have answered. */
+  | { readonly _tag: "Chat"; readonly dialect: Dialect; readonly body: unknown }
+  /** Embeddings, in input order (as the vendor indexed them), and the input tokens it reported (undefined: none). */
+  | {
+      readonly _tag: "Embeddings"
+      readonly vectors: ReadonlyArray<ReadonlyArray<number>>
+      readonly promptTokens: number | undefined
+    }
 
 /** One line's result at the vendor. */
 export type VendorLineResult =
-  /** A reply body in `dialect`, as the interactive endpoint would have answered. */
-  | { readonly _tag: "Succeeded"; readonly dialect: Dialect; readonly body: unknown }
+  | { readonly _tag: "Succeeded"; readonly reply: VendorReply }
   | { readonly _tag: "Errored"; readonly status: number; readonly message: string }
   | { readonly _tag: "Expired" }
   | { readonly _tag: "Cancelled" }

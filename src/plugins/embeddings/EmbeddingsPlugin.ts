@@ -8,7 +8,7 @@
  * Billed per input token: estimate and price are the same rule on the gateway's count and the upstream's.
  */
 import { Buffer } from "node:buffer"
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { countText } from "../../adapters/tokenizer/Tokenizer.ts"
 import type { UpstreamClient } from "../../adapters/upstream/UpstreamClient.ts"
 import { GeminiPaths, OpenAiPaths } from "../../adapters/upstream/UpstreamEndpoints.ts"
@@ -154,6 +154,23 @@ const isFailure = <A>(value: A | PluginFailure): value is PluginFailure =>
 const fromResult = <A>(value: A | PluginFailure): Effect.Effect<A, PluginFailure> =>
   isFailure(value) ? Effect.fail(value) : Effect.succeed(value)
 
+/** The upstream body of an embeddings call to an OpenAI upstream (interactive, or a vendor batch line), or why not. */
+export const openAiEmbeddingsRequest = (
+  call: EmbeddingsCall
+): Result.Result<Record<string, unknown>, PluginFailure> => {
+  const input = openAiInput(call.request.inputs)
+  return isFailure(input) ? Result.fail(input) : Result.succeed(openAiEmbeddingsBody(call, input))
+}
+
+/**
+ * The input tokens an OpenAI embeddings reply reports, rounded up; undefined when it reports none, or 0 as some
+ * OpenAI-compatible upstreams do: the gateway's count is billed then, never nothing.
+ */
+export const reportedPromptTokens = (body: unknown): number | undefined => {
+  const reported = asNumber(asRecord(asRecord(body).usage).prompt_tokens)
+  return reported === undefined || reported <= 0 ? undefined : Math.ceil(reported)
+}
+
 const chunked = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<ReadonlyArray<A>> =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
@@ -182,14 +199,9 @@ export const makeEmbeddingsPlugin = (client: UpstreamClient["Service"]): Embeddi
     Effect.gen(function* () {
       const body = yield* post(call, upstream, OpenAiPaths.embeddings, openAiEmbeddingsBody(call, input))
       const vectors = yield* fromResult(openAiVectors(body, input.length))
-      const reported = asNumber(asRecord(asRecord(body).usage).prompt_tokens)
-      // Some OpenAI-compatible upstreams report 0 (or nothing): the gateway's count is billed then, never nothing.
       return {
         vectors,
-        promptTokens:
-          reported === undefined || reported <= 0
-            ? (call.inputTokens ?? countEmbeddingInputs(call.request.inputs))
-            : Math.ceil(reported)
+        promptTokens: reportedPromptTokens(body) ?? call.inputTokens ?? countEmbeddingInputs(call.request.inputs)
       }
     })
 

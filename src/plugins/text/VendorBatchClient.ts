@@ -1,10 +1,11 @@
 /**
  * The vendor batch APIs behind app/ports/VendorBatches.ts: OpenAI's (a JSONL file uploaded to `/files` with purpose
  * `batch`, `POST /batches`, `GET /batches/{id}`, its output and error files) and Anthropic's Message Batches
- * (`POST /v1/messages/batches`, `GET …/{id}`, `GET …/{id}/results`). Each line's body is built by the text plugin's
- * own conversion (`buildCall` in TextPlugin.ts), as the interactive call to that upstream would be, and each result
- * comes back as that call's reply body. Results are read from the upstream's own base URL (never from a URL the
- * vendor names), so the upstream's key goes nowhere else.
+ * (`POST /v1/messages/batches`, `GET …/{id}`, `GET …/{id}/results`). Each chat line's body is built by the text
+ * plugin's own conversion (`buildCall` in TextPlugin.ts), each embeddings line's (OpenAI only) as the embeddings plugin
+ * builds it (EmbeddingsPlugin.ts), as the interactive call to that upstream would be, and each result comes back as
+ * that call's reply: a chat reply body, or the embeddings read as the embeddings plugin reads them. Results are read
+ * from the upstream's own base URL (never from a URL the vendor names), so the upstream's key goes nowhere else.
  */
 import { Effect, Layer, Result } from "effect"
 import { randomUUID } from "node:crypto"
@@ -18,7 +19,8 @@ import {
   type VendorLineResult,
   type VendorPoll
 } from "../../app/ports/VendorBatches.ts"
-import { asRecord, isRecord, parseJson } from "./convert/json.ts"
+import { openAiEmbeddingsRequest, openAiVectors, reportedPromptTokens } from "../embeddings/EmbeddingsPlugin.ts"
+import { asArray, asRecord, isRecord, parseJson } from "./convert/json.ts"
 import { failureFromUpstream } from "../UpstreamFailure.ts"
 import { buildCall } from "./TextPlugin.ts"
 
@@ -48,14 +50,29 @@ const errorMessage = (body: unknown): string => {
   return typeof message === "string" ? message : "the vendor reported an error for this request"
 }
 
-/** What OpenAI's output or error file says of one line. */
-const openAiLine = (row: Record<string, unknown>): VendorLineResult => {
+const EMBEDDINGS_URL = "/v1/embeddings"
+const CHAT_URL = "/v1/chat/completions"
+
+/** An OpenAI embeddings reply as the embeddings plugin reads it (its vectors by their index, its usage). */
+const embeddingsResult = (body: Record<string, unknown>): VendorLineResult => {
+  const vectors = openAiVectors(body, asArray(body.data).length)
+  return "_tag" in vectors
+    ? { _tag: "Errored", status: 502, message: vectors.message }
+    : { _tag: "Succeeded", reply: { _tag: "Embeddings", vectors, promptTokens: reportedPromptTokens(body) } }
+}
+
+/** What OpenAI's output or error file says of one line of a batch on `endpoint`. */
+const openAiLine = (row: Record<string, unknown>, endpoint: unknown): VendorLineResult => {
   const response = asRecord(row.response)
   const error = asRecord(row.error)
   if (error.code === "batch_expired") return { _tag: "Expired" }
   if (error.code === "batch_cancelled") return { _tag: "Cancelled" }
   const status = typeof response.status_code === "number" ? response.status_code : 500
-  if (status === 200 && isRecord(response.body)) return { _tag: "Succeeded", dialect: "openai", body: response.body }
+  if (status === 200 && isRecord(response.body)) {
+    return endpoint === EMBEDDINGS_URL
+      ? embeddingsResult(response.body)
+      : { _tag: "Succeeded", reply: { _tag: "Chat", dialect: "openai", body: response.body } }
+  }
   return { _tag: "Errored", status, message: isRecord(response.body) ? errorMessage(response.body) : errorMessage(row) }
 }
 
@@ -64,7 +81,7 @@ const anthropicLine = (row: Record<string, unknown>): VendorLineResult => {
   const result = asRecord(row.result)
   switch (result.type) {
     case "succeeded":
-      return { _tag: "Succeeded", dialect: "anthropic", body: result.message }
+      return { _tag: "Succeeded", reply: { _tag: "Chat", dialect: "anthropic", body: result.message } }
     case "canceled":
       return { _tag: "Cancelled" }
     case "expired":
@@ -78,6 +95,12 @@ const anthropicLine = (row: Record<string, unknown>): VendorLineResult => {
       }
     }
   }
+}
+
+interface BuiltLine {
+  readonly customId: string
+  readonly url: string
+  readonly body: Record<string, unknown>
 }
 
 const multipart = (filename: string, content: string) => {
@@ -118,20 +141,30 @@ export const makeVendorBatchClient = (client: UpstreamClient["Service"]): Vendor
       ? Effect.succeed(record.id)
       : Effect.fail(new VendorBatchFailed({ message: `the vendor's answer to ${what} carries no id`, refused: false }))
 
-  const built = (line: VendorLine, upstream: UpstreamConfig) => {
+  /** The line's request at the vendor (its OpenAI batch `url` and body), or why it cannot be sent there. */
+  const built = (line: VendorLine, upstream: UpstreamConfig): Result.Result<BuiltLine, string> => {
+    const { call } = line
+    if (call._tag === "Embeddings") {
+      if (upstream.protocol !== "openai") return Result.fail("only OpenAI's batch API takes embeddings")
+      const body = openAiEmbeddingsRequest(call.call)
+      return Result.isFailure(body)
+        ? Result.fail(body.failure.message)
+        : Result.succeed({ customId: line.customId, url: EMBEDDINGS_URL, body: body.success })
+    }
     const protocol = upstream.protocol === "anthropic" ? "anthropic" : "openai"
-    return buildCall({ ...line.call, request: { ...line.call.request, stream: false } }, protocol)
+    const chat = buildCall({ ...call.call, request: { ...call.call.request, stream: false } }, protocol)
+    return Result.isFailure(chat)
+      ? Result.fail(`${chat.failure.param}: ${chat.failure.message}`)
+      : Result.succeed({ customId: line.customId, url: CHAT_URL, body: chat.success.body })
   }
 
-  const refusal: VendorBatches["Service"]["refusal"] = (line, upstream) => {
-    const call = built(line, upstream)
-    return Result.isFailure(call) ? `${call.failure.param}: ${call.failure.message}` : undefined
-  }
+  const refusal: VendorBatches["Service"]["refusal"] = (line, upstream) =>
+    Result.getOrUndefined(Result.flip(built(line, upstream)))
 
   const bodies = (upstream: UpstreamConfig, lines: ReadonlyArray<VendorLine>) =>
     lines.flatMap((line) => {
       const call = built(line, upstream)
-      return Result.isSuccess(call) ? [{ customId: line.customId, body: call.success.body }] : []
+      return Result.isSuccess(call) ? [call.success] : []
     })
 
   const submit: VendorBatches["Service"]["submit"] = (upstream, tag, lines) =>
@@ -140,17 +173,21 @@ export const makeVendorBatchClient = (client: UpstreamClient["Service"]): Vendor
         const requests = bodies(upstream, lines).map(({ customId, body }) => ({ custom_id: customId, params: body }))
         return yield* idOf(yield* json(upstream, "POST", "/v1/messages/batches", { requests }), "a message batch")
       }
-      const content = bodies(upstream, lines)
-        .map(({ customId, body }) =>
-          jsonText({ custom_id: customId, method: "POST", url: "/v1/chat/completions", body })
-        )
+      const requests = bodies(upstream, lines)
+      // One OpenAI batch serves one endpoint; a group is lines of one client batch, so of one endpoint.
+      const endpoint = requests[0]?.url ?? CHAT_URL
+      if (requests.some((request) => request.url !== endpoint)) {
+        return yield* Effect.fail(new VendorBatchFailed({ message: "a group mixes endpoints", refused: true }))
+      }
+      const content = requests
+        .map(({ customId, url, body }) => jsonText({ custom_id: customId, method: "POST", url, body }))
         .join("\n")
       const form = multipart(`${tag}.jsonl`, content)
       const file = asRecord(parseJson(yield* send(upstream, "POST", "/files", form.body, form.contentType)))
       const fileId = yield* idOf(file, "a file upload")
       const batch = yield* json(upstream, "POST", "/batches", {
         input_file_id: fileId,
-        endpoint: "/v1/chat/completions",
+        endpoint,
         completion_window: "24h",
         metadata: { [TAG_KEY]: tag }
       })
@@ -238,7 +275,9 @@ export const makeVendorBatchClient = (client: UpstreamClient["Service"]): Vendor
         ...(yield* fileLines(upstream, batch.output_file_id)),
         ...(yield* fileLines(upstream, batch.error_file_id))
       ]
-      for (const row of rows) if (typeof row.custom_id === "string") results.set(row.custom_id, openAiLine(row))
+      for (const row of rows) {
+        if (typeof row.custom_id === "string") results.set(row.custom_id, openAiLine(row, batch.endpoint))
+      }
       const missing: VendorLineResult =
         batch.status === "expired"
           ? { _tag: "Expired" }

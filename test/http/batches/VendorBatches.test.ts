@@ -31,6 +31,7 @@ models:
   - { id: sim-gemini, plugin: text, upstreams: [sim-gemini], upstreamModel: sim-gemini, pricing: { input: "0.15", output: "0.60" }, batchDiscountPercent: 20 }
   - { id: slow-openai, plugin: text, upstreams: [slow-openai], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
   - { id: refused-openai, plugin: text, upstreams: [refusing], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
+  - { id: vb-embedding, plugin: embeddings, upstreams: [vb-openai], upstreamModel: sim-embedding, pricing: { input: "0.02" } }
 batches: { vendorPollMillis: 100 }
 `
 
@@ -71,9 +72,15 @@ const usageOf = async (key: string) =>
     ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string; model: string }> }
   ).data
 
+/** `vb-embedding`'s batch price: half its USD 0.02 per 1M input tokens. */
+const PRICES: Record<string, { input: bigint; output: bigint }> = {
+  ...BATCH_PRICES,
+  "vb-embedding": { input: 10_000n, output: 0n }
+}
+
 /** The line's price at batch prices from the usage its answer reports (OpenAI's or Anthropic's names). */
 const priceOf = (model: string, usage: Record<string, number>) => {
-  const prices = BATCH_PRICES[model] as { input: bigint; output: bigint }
+  const prices = PRICES[model] as { input: bigint; output: bigint }
   const input = usage.prompt_tokens ?? usage.input_tokens ?? 0
   const output = usage.completion_tokens ?? usage.output_tokens ?? 0
   return ceilPerMillion(input, prices.input) + ceilPerMillion(output, prices.output)
@@ -214,6 +221,72 @@ describe("vendor batches", () => {
       }
     })
     await assertBilled(customer.accountId, customer.key, answered, [])
+  }, 30_000)
+
+  it("sends an embeddings batch on a batch-capable OpenAI upstream as one vendor batch, billed at batch prices", async () => {
+    sim.clearCalls()
+    const customer = await admin.customer({ deposit: "5" })
+    const openai = new OpenAI({ apiKey: customer.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
+    const lines = Array.from({ length: 12 }, (_, i) => ({
+      custom_id: `e-${i}`,
+      method: "POST",
+      url: "/v1/embeddings",
+      body: {
+        model: "vb-embedding",
+        input: i === 5 ? [`Fail ${BATCH_LINE_ERROR_MARKER}`] : [`Text ${i}.`, `And its twin ${i}, a little longer.`],
+        ...(i % 2 === 0 ? { dimensions: 8 } : { encoding_format: "base64" })
+      }
+    }))
+    const content = `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
+    const file = await openai.files.create({ file: await toFile(Buffer.from(content), "in.jsonl"), purpose: "batch" })
+    const created = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/embeddings",
+      completion_window: "24h"
+    })
+    let batch = created
+    for (let i = 0; i < 200 && batch.status !== "completed"; i++) {
+      await sleep(50)
+      batch = await openai.batches.retrieve(created.id)
+    }
+    expect(batch.request_counts).toEqual({ total: 12, completed: 11, failed: 1 })
+    // One vendor batch on the embeddings endpoint, and no interactive embeddings call.
+    expect(submissions(sim, "/v1/batches")).toBe(1)
+    expect(submissions(sim, "/v1/embeddings")).toBe(0)
+    const vendorBatch = sim.calls().find((call) => call.method === "POST" && call.path === "/v1/batches")
+    expect(vendorBatch?.body).toMatchObject({ endpoint: "/v1/embeddings" })
+
+    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line))
+    expect(output.map((line) => line.custom_id)).toEqual(lines.filter((_, i) => i !== 5).map((l) => l.custom_id))
+    for (const line of output) {
+      // The client's embeddings object, in the format its line asked for.
+      const body = line.response.body
+      expect(body).toMatchObject({ object: "list", model: "vb-embedding" })
+      expect(body.data).toHaveLength(2)
+      const even = Number(line.custom_id.slice(2)) % 2 === 0
+      expect(body.data.map((item: { index: number }) => item.index)).toEqual([0, 1])
+      if (even) expect(body.data[0].embedding).toHaveLength(8)
+      else expect(typeof body.data[0].embedding).toBe("string")
+      expect(body.usage.prompt_tokens).toBeGreaterThan(0)
+    }
+    const errors = (await (await openai.files.content(batch.error_file_id as string)).text())
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line))
+    expect(errors.map((line) => line.custom_id)).toEqual(["e-5"])
+    await assertBilled(
+      customer.accountId,
+      customer.key,
+      output.map((line) => ({
+        requestId: line.response.request_id,
+        model: "vb-embedding",
+        usage: line.response.body.usage
+      })),
+      errors.map((line) => line.response.request_id)
+    )
   }, 30_000)
 
   it("cancels the vendor's batch when the client cancels, and releases every hold", async () => {

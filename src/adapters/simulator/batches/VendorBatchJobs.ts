@@ -1,14 +1,15 @@
 /**
  * The simulator's vendor batches: OpenAI's files and batches, Anthropic's message batches, one store per simulator
  * instance. Each request of a batch is answered at submit by the interactive handler of its endpoint
- * (`chatCompletions`, `createMessage`), so its usage is what the interactive call would report; the batch shows
- * `in_progress` until `batchMillis` after its submit, then its results. A request whose body carries the marker
+ * (`chatCompletions`, `createEmbeddings`, `createMessage`), so its usage is what the interactive call would report;
+ * the batch shows `in_progress` until `batchMillis` after its submit, then its results. A request whose body carries the marker
  * `[sim:batch-line-error]` fails (the fault knob for one line). This is the simulator's edge for batches: it reads the
  * wall clock (`Date.now`), as the video tasks do.
  */
 import { createMessage } from "../AnthropicMessages.ts"
 import type { CacheKnobs } from "../PromptCache.ts"
 import { chatCompletions } from "../OpenAIChat.ts"
+import { createEmbeddings, EMBEDDINGS_PATH } from "../audio/OpenAIEmbeddings.ts"
 import type { AsyncReply } from "../audio/AudioReply.ts"
 import type { SimContext, SimReply, SimRequest } from "../SimResponse.ts"
 
@@ -75,6 +76,7 @@ export const makeVendorBatchJobs = (options: { readonly batchMillis: number }) =
   /** One request answered as its interactive endpoint answers it (an async handler's reply lands when ready). */
   const answer = (
     api: "openai" | "anthropic",
+    endpoint: string,
     body: unknown,
     request: SimRequest,
     context: SimContext,
@@ -87,9 +89,11 @@ export const makeVendorBatchJobs = (options: { readonly batchMillis: number }) =
     }
     const lineRequest: SimRequest = { ...request, method: "POST", body, bodyInvalid: false }
     const reply: SimReply | AsyncReply =
-      api === "openai"
-        ? chatCompletions({ ...lineRequest, path: "/v1/chat/completions" }, context, context.replyTokens, cache)
-        : createMessage({ ...lineRequest, path: "/v1/messages" }, context, context.replyTokens, cache)
+      api === "anthropic"
+        ? createMessage({ ...lineRequest, path: "/v1/messages" }, context, context.replyTokens, cache)
+        : endpoint === EMBEDDINGS_PATH
+          ? createEmbeddings({ ...lineRequest, path: EMBEDDINGS_PATH }, context)
+          : chatCompletions({ ...lineRequest, path: "/v1/chat/completions" }, context, context.replyTokens, cache)
     const settle = (settled: unknown) => {
       const json = settled as { _tag: string; status?: number; body?: unknown }
       outcome.current =
@@ -124,7 +128,7 @@ export const makeVendorBatchJobs = (options: { readonly batchMillis: number }) =
       // Answered first: the batch's time runs from when the simulator has it (the first answer may load a tokenizer).
       const lines = requests.map((line) => ({
         customId: line.customId,
-        outcome: answer(api, line.body, request, context, cache)
+        outcome: answer(api, extra.endpoint, line.body, request, context, cache)
       }))
       const batch: VendorBatch = {
         id: nextId(api === "openai" ? "batch_sim" : "msgbatch_sim"),

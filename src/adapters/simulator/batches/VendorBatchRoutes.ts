@@ -2,7 +2,8 @@
  * The vendor batch endpoints the simulator serves (VendorBatchJobs.ts holds their state): OpenAI's `POST /v1/files`
  * (multipart, purpose `batch`), `GET /v1/files/{id}[/content]`, `POST /v1/batches`, `GET /v1/batches[/{id}]`,
  * `POST /v1/batches/{id}/cancel`; Anthropic's `POST /v1/messages/batches`, `GET /v1/messages/batches[/{id}]`,
- * `GET …/{id}/results`, `POST …/{id}/cancel`. Only chat lines (`/v1/chat/completions`, Messages) are taken.
+ * `GET …/{id}/results`, `POST …/{id}/cancel`. OpenAI batches on `/v1/chat/completions` or `/v1/embeddings`, and
+ * Messages, are taken.
  */
 import { Option } from "effect"
 import { MultipartParser } from "effect/http"
@@ -15,6 +16,7 @@ import { invalid } from "../OpenAIReplies.ts"
 import { openAIError } from "../ErrorEnvelopes.ts"
 import type { CacheKnobs } from "../PromptCache.ts"
 import { type Dialect, header, json, type SimContext, type SimReply } from "../SimResponse.ts"
+import { EMBEDDINGS_PATH } from "../audio/OpenAIEmbeddings.ts"
 import type { VendorBatch, VendorBatchJobs } from "./VendorBatchJobs.ts"
 
 export interface VendorBatchRoute {
@@ -186,8 +188,8 @@ const createOpenAiBatch = (request: RawSimRequest, jobs: VendorBatchJobs, contex
   const file = jobs.file(stringField(body, "input_file_id") ?? "")
   if (file === undefined) return invalid("input_file_id: no such file", "input_file_id")
   const endpoint = stringField(body, "endpoint")
-  if (endpoint !== "/v1/chat/completions")
-    return invalid("The simulator batches only /v1/chat/completions.", "endpoint")
+  if (endpoint !== "/v1/chat/completions" && endpoint !== EMBEDDINGS_PATH)
+    return invalid("The simulator batches only /v1/chat/completions and /v1/embeddings.", "endpoint")
   const lines = file.content
     .split("\n")
     .filter((line) => line.trim() !== "")

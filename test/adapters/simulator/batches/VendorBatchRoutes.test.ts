@@ -66,6 +66,32 @@ describe("simulator vendor batches", () => {
     expect((await openai.batches.retrieve(cancelled.id)).status).toBe("cancelled")
   })
 
+  it("answers an embeddings batch's lines as its interactive embeddings endpoint does", async () => {
+    const openai = new OpenAI({ apiKey: sim.apiKey, baseURL: `${sim.baseUrl}/v1`, maxRetries: 0 })
+    const body = { model: "sim-embedding", input: ["Hello there.", "And again."], dimensions: 4 }
+    const lines = [body, { ...body, input: [`Fail ${BATCH_LINE_ERROR_MARKER}`] }].map((line, i) =>
+      JSON.stringify({ custom_id: `e-${i}`, method: "POST", url: "/v1/embeddings", body: line })
+    )
+    const file = await openai.files.create({
+      file: await toFile(Buffer.from(lines.join("\n")), "in.jsonl"),
+      purpose: "batch"
+    })
+    const created = await openai.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/embeddings",
+      completion_window: "24h"
+    })
+    await sleep(200)
+    const batch = await openai.batches.retrieve(created.id)
+    expect(batch).toMatchObject({ status: "completed", endpoint: "/v1/embeddings" })
+    expect(batch.request_counts).toEqual({ total: 2, completed: 1, failed: 1 })
+    const output = JSON.parse((await (await openai.files.content(batch.output_file_id as string)).text()).trim())
+    const interactive = await openai.embeddings.create({ ...body, encoding_format: "float" })
+    expect(output.custom_id).toBe("e-0")
+    expect(output.response.body.data).toEqual(interactive.data)
+    expect(output.response.body.usage).toEqual(interactive.usage)
+  })
+
   it("serves Anthropic's message batches and their results", async () => {
     const anthropic = new Anthropic({ apiKey: sim.apiKey, baseURL: sim.baseUrl, maxRetries: 0 })
     const params = (text: string) => ({
