@@ -64,6 +64,20 @@ export const failedLine = (
   error
 })
 
+/** A line answered: its reply as the output file's `response.body`, and what it cost. */
+export const succeededLine = (
+  base: Pick<LineResult, "line" | "customId" | "requestId">,
+  holdId: string,
+  delivered: { readonly body: unknown; readonly cost: Micros }
+): LineResult => ({
+  ...base,
+  outcome: "succeeded",
+  holdId,
+  cost: formatMicros(delivered.cost),
+  response: { statusCode: 200, body: delivered.body },
+  error: null
+})
+
 /**
  * What a run of a line did: it ran to its result (or another run has it), or it found every deployment at its limits
  * (or at the batch's share of them) and left the line for a later round, under the hold it placed.
@@ -123,15 +137,7 @@ export const runLine = (
       })
       return "ran"
     }
-    const { body, cost, usage } = ran.success
-    const result: LineResult = {
-      ...base,
-      outcome: "succeeded",
-      holdId,
-      cost: formatMicros(cost),
-      response: { statusCode: 200, body },
-      error: null
-    }
-    yield* commits.finish(result, { _tag: "Settle", holdId, cost, usage })
+    const { cost, usage } = ran.success
+    yield* commits.finish(succeededLine(base, holdId, ran.success), { _tag: "Settle", holdId, cost, usage })
     return "ran"
   })

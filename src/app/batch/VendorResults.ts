@@ -9,7 +9,7 @@ import type { BatchState, LineResult } from "../../domain/batch/BatchJob.ts"
 import { formatMicros, parseDecimal } from "../../domain/Money.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
 import type { VendorLineResult } from "../ports/VendorBatches.ts"
-import { type Commit, failedLine } from "./BatchLineRun.ts"
+import { type Commit, failedLine, succeededLine } from "./BatchLineRun.ts"
 import { lineHoldId, lineRequestId } from "./BatchOutput.ts"
 import { type LineServices, planLine } from "./LinePlans.ts"
 
@@ -57,16 +57,8 @@ export const finishLine = (
         if (answer === undefined || answer._tag === "Failure") {
           return yield* fail(502, "upstream_unreadable", "the vendor sent a result the gateway cannot read", "failed")
         }
-        const { body, cost, usage } = answer.success
-        const done: LineResult = {
-          ...base,
-          outcome: "succeeded",
-          holdId,
-          cost: formatMicros(cost),
-          response: { statusCode: 200, body },
-          error: null
-        }
-        return yield* commit(done, { _tag: "Settle", holdId, cost, usage })
+        const { cost, usage } = answer.success
+        return yield* commit(succeededLine(base, holdId, answer.success), { _tag: "Settle", holdId, cost, usage })
       }
     }
   })
