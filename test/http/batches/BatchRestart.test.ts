@@ -9,7 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomUUID } from "node:crypto"
 import { Redacted } from "effect"
-import OpenAI, { toFile } from "openai"
+import OpenAI from "openai"
 import type { DatabaseOptions } from "../../../src/adapters/store/Database.ts"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
@@ -18,6 +18,7 @@ import { runPostgres } from "../../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { makeAdmin } from "../chat/ChatHarness.ts"
 import { assertLineByLine } from "./BatchChecks.ts"
+import { batchWhen, submitBatch } from "./SdkBatches.ts"
 
 let slow: RunningSimulator
 let dir: string
@@ -79,13 +80,7 @@ it("resumes after a restart: each line held once, billed once, in the output onc
     url: "/v1/chat/completions",
     body: { model: "slow-model", messages: [{ role: "user", content: `Line ${i}.` }], max_tokens: 32 }
   }))
-  const content = `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
-  const file = await openai.files.create({ file: await toFile(Buffer.from(content), "in.jsonl"), purpose: "batch" })
-  const created = await openai.batches.create({
-    input_file_id: file.id,
-    endpoint: "/v1/chat/completions",
-    completion_window: "24h"
-  })
+  const created = await submitBatch(openai, lines)
   for (let i = 0; i < 100; i++) {
     if (((await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0) >= 4) break
     await new Promise((resolve) => setTimeout(resolve, 30))
@@ -94,12 +89,8 @@ it("resumes after a restart: each line held once, billed once, in the output onc
 
   gateway = await start(true)
   openai = client(gateway, customer.key)
-  let batch = await openai.batches.retrieve(created.id)
-  expect(batch.request_counts?.completed ?? 0).toBeLessThan(24)
-  for (let i = 0; i < 200 && batch.status !== "completed"; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    batch = await openai.batches.retrieve(created.id)
-  }
+  expect((await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0).toBeLessThan(24)
+  const batch = await batchWhen(openai, created.id, (status) => status === "completed", { reads: 200 })
   expect(batch.status).toBe("completed")
   expect(batch.request_counts).toEqual({ total: 24, completed: 24, failed: 0 })
   const output = (await (await openai.files.content(batch.output_file_id as string)).text()).trim().split("\n")

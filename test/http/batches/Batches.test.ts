@@ -9,6 +9,7 @@ import { formatMicros } from "../../../src/domain/Money.ts"
 import type { TestGateway } from "../../support/TestGateway.ts"
 import type { Admin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, type BatchGateway, ceilPerMillion, micros, startBatchGateway } from "./BatchHarness.ts"
+import { batchWhen, jsonl, submitBatch } from "./SdkBatches.ts"
 
 let harness: BatchGateway
 let gateway: TestGateway
@@ -26,8 +27,6 @@ afterAll(async () => {
 
 const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
 
-const jsonl = (lines: ReadonlyArray<unknown>) => `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
-
 const request = (customId: string, model: string, text: string, extra: Record<string, unknown> = {}) => ({
   custom_id: customId,
   method: "POST",
@@ -35,14 +34,8 @@ const request = (customId: string, model: string, text: string, extra: Record<st
   body: { model, messages: [{ role: "user", content: text }], max_tokens: 64, ...extra }
 })
 
-const waitFor = async (openai: OpenAI, id: string, done: (status: string) => boolean) => {
-  for (let i = 0; i < 200; i++) {
-    const batch = await openai.batches.retrieve(id)
-    if (done(batch.status)) return batch
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`batch ${id} did not finish`)
-}
+const waitFor = (openai: OpenAI, id: string, done: (status: string) => boolean) =>
+  batchWhen(openai, id, done, { reads: 200 })
 
 const ledgerOf = async (accountId: string) => admin.ledger(accountId)
 
@@ -362,15 +355,7 @@ describe("batches on the OpenAI surface", () => {
     const customer = await admin.customer({ deposit: "10" })
     const openai = client(customer.key)
     const lines = Array.from({ length: 40 }, (_, i) => request(`rev-${i}`, "slow-model", `Line ${i}.`))
-    const file = await openai.files.create({
-      file: await toFile(Buffer.from(jsonl(lines)), "revoked.jsonl"),
-      purpose: "batch"
-    })
-    const created = await openai.batches.create({
-      input_file_id: file.id,
-      endpoint: "/v1/chat/completions",
-      completion_window: "24h"
-    })
+    const created = await submitBatch(openai, lines)
     for (let i = 0; i < 100; i++) {
       if (((await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0) > 0) break
       await new Promise((resolve) => setTimeout(resolve, 50))
@@ -399,15 +384,7 @@ describe("batches on the OpenAI surface", () => {
     const customer = await admin.customer({ deposit: "10" })
     const openai = client(customer.key)
     const lines = Array.from({ length: 40 }, (_, i) => request(`slow-${i}`, "slow-model", `Line ${i}.`))
-    const file = await openai.files.create({
-      file: await toFile(Buffer.from(jsonl(lines)), "slow.jsonl"),
-      purpose: "batch"
-    })
-    const created = await openai.batches.create({
-      input_file_id: file.id,
-      endpoint: "/v1/chat/completions",
-      completion_window: "24h"
-    })
+    const created = await submitBatch(openai, lines)
     await waitFor(openai, created.id, () => true)
     for (let i = 0; i < 100; i++) {
       if (((await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0) > 0) break

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Redacted } from "effect"
-import OpenAI, { toFile } from "openai"
+import OpenAI from "openai"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
 import type { DatabaseOptions } from "../../../src/adapters/store/Database.ts"
@@ -20,6 +20,7 @@ import { runPostgres } from "../../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { makeAdmin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, ceilPerMillion, micros } from "./BatchHarness.ts"
+import { batchWhen, submitBatch } from "./SdkBatches.ts"
 
 let sim: RunningSimulator
 let lagging: RunningSimulator
@@ -97,24 +98,13 @@ const submit = async (gateway: TestGateway, key: string, prefix: string) => {
       messages: [{ role: "user", content: `N ${i}` }]
     }
   }))
-  const content = `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
-  const file = await openai.files.create({ file: await toFile(Buffer.from(content), "in.jsonl"), purpose: "batch" })
-  const batch = await openai.batches.create({
-    input_file_id: file.id,
-    endpoint: "/v1/chat/completions",
-    completion_window: "24h"
-  })
-  return batch.id
+  return (await submitBatch(openai, lines)).id
 }
 
 /** Waits for the batch on a new gateway; checks it line by line against the ledger. */
 const finish = async (gateway: TestGateway, customer: { key: string; accountId: string }, batchId: string) => {
   const openai = new OpenAI({ apiKey: customer.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
-  let batch = await openai.batches.retrieve(batchId)
-  for (let i = 0; i < 200 && batch.status !== "completed"; i++) {
-    await sleep(100)
-    batch = await openai.batches.retrieve(batchId)
-  }
+  const batch = await batchWhen(openai, batchId, (status) => status === "completed", { reads: 200 })
   expect(batch.request_counts).toEqual({ total: 20, completed: 20, failed: 0 })
   const output = (await (await openai.files.content(batch.output_file_id as string)).text())
     .trim()

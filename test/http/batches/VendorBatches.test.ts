@@ -9,13 +9,14 @@ import Anthropic from "@anthropic-ai/sdk"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import OpenAI, { toFile } from "openai"
+import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BATCH_LINE_ERROR_MARKER } from "../../../src/adapters/simulator/batches/VendorBatchJobs.ts"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { type Admin, makeAdmin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, ceilPerMillion, micros } from "./BatchHarness.ts"
+import { batchWhen, submitBatch } from "./SdkBatches.ts"
 
 /** The gateway's config: `vb-openai` and `vb-anthropic` batch-capable, `sim-gemini` not; `slow` batches take a minute. */
 const vendorConfig = (sim: string, slow: string, refusing: string) => `
@@ -136,18 +137,8 @@ describe("vendor batches", () => {
         max_tokens: 32
       }
     }))
-    const content = `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
-    const file = await openai.files.create({ file: await toFile(Buffer.from(content), "in.jsonl"), purpose: "batch" })
-    const created = await openai.batches.create({
-      input_file_id: file.id,
-      endpoint: "/v1/chat/completions",
-      completion_window: "24h"
-    })
-    let batch = created
-    for (let i = 0; i < 300 && batch.status !== "completed"; i++) {
-      await sleep(100)
-      batch = await openai.batches.retrieve(created.id)
-    }
+    const created = await submitBatch(openai, lines)
+    const batch = await batchWhen(openai, created.id, (status) => status === "completed", { everyMs: 100, reads: 300 })
     expect(batch.status).toBe("completed")
     expect(batch.request_counts).toEqual({ total: LINES, completed: LINES - 2, failed: 2 })
     // One vendor batch each for the two batch-capable models; the Gemini lines were called one by one.
@@ -237,18 +228,8 @@ describe("vendor batches", () => {
         ...(i % 2 === 0 ? { dimensions: 8 } : { encoding_format: "base64" })
       }
     }))
-    const content = `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
-    const file = await openai.files.create({ file: await toFile(Buffer.from(content), "in.jsonl"), purpose: "batch" })
-    const created = await openai.batches.create({
-      input_file_id: file.id,
-      endpoint: "/v1/embeddings",
-      completion_window: "24h"
-    })
-    let batch = created
-    for (let i = 0; i < 200 && batch.status !== "completed"; i++) {
-      await sleep(50)
-      batch = await openai.batches.retrieve(created.id)
-    }
+    const created = await submitBatch(openai, lines, "/v1/embeddings")
+    const batch = await batchWhen(openai, created.id, (status) => status === "completed", { everyMs: 50, reads: 200 })
     expect(batch.request_counts).toEqual({ total: 12, completed: 11, failed: 1 })
     // One vendor batch on the embeddings endpoint, and no interactive embeddings call.
     expect(submissions(sim, "/v1/batches")).toBe(1)
@@ -298,13 +279,7 @@ describe("vendor batches", () => {
       url: "/v1/chat/completions",
       body: { model: "slow-openai", messages: [{ role: "user", content: `Wait ${i}.` }], max_tokens: 32 }
     }))
-    const content = `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
-    const file = await openai.files.create({ file: await toFile(Buffer.from(content), "in.jsonl"), purpose: "batch" })
-    const created = await openai.batches.create({
-      input_file_id: file.id,
-      endpoint: "/v1/chat/completions",
-      completion_window: "24h"
-    })
+    const created = await submitBatch(openai, lines)
     // Once the vendor has the batch and the gateway polls it (its id recorded), the client cancels.
     for (
       let i = 0;
@@ -315,11 +290,7 @@ describe("vendor batches", () => {
     }
     expect((await admin.balance(customer.accountId)).held).not.toBe("0.000000")
     await openai.batches.cancel(created.id)
-    let batch = await openai.batches.retrieve(created.id)
-    for (let i = 0; i < 100 && batch.status !== "cancelled"; i++) {
-      await sleep(50)
-      batch = await openai.batches.retrieve(created.id)
-    }
+    const batch = await batchWhen(openai, created.id, (status) => status === "cancelled", { everyMs: 50, reads: 100 })
     expect(batch.status).toBe("cancelled")
     const cancels = slow.calls().filter((c) => c.method === "POST" && /^\/v1\/batches\/[^/]+\/cancel$/.test(c.path))
     expect(cancels).toHaveLength(1)
@@ -340,18 +311,8 @@ describe("vendor batches", () => {
       url: "/v1/chat/completions",
       body: { model: "refused-openai", messages: [{ role: "user", content: `No ${i}.` }], max_tokens: 32 }
     }))
-    const content = `${lines.map((line) => JSON.stringify(line)).join("\n")}\n`
-    const file = await openai.files.create({ file: await toFile(Buffer.from(content), "in.jsonl"), purpose: "batch" })
-    const created = await openai.batches.create({
-      input_file_id: file.id,
-      endpoint: "/v1/chat/completions",
-      completion_window: "24h"
-    })
-    let batch = created
-    for (let i = 0; i < 100 && batch.status !== "completed"; i++) {
-      await sleep(50)
-      batch = await openai.batches.retrieve(created.id)
-    }
+    const created = await submitBatch(openai, lines)
+    const batch = await batchWhen(openai, created.id, (status) => status === "completed", { everyMs: 50, reads: 100 })
     expect(batch.request_counts).toEqual({ total: 3, completed: 0, failed: 3 })
     const errors = (await (await openai.files.content(batch.error_file_id as string)).text()).trim().split("\n")
     expect(errors.map((line) => JSON.parse(line).response.status_code)).toEqual([400, 400, 400])
