@@ -10,6 +10,7 @@ import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { execFileSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
+import { join } from "node:path"
 import * as Database from "../../src/adapters/store/Database.ts"
 import { memoryPglite } from "./PgliteTemplate.ts"
 
@@ -134,5 +135,32 @@ export const createPostgresDatabase = async (
     drop: async () => {
       await runPostgres(baseUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     }
+  }
+}
+
+/**
+ * A database gateways open one after another (a restart, a second instance): a new database on `TEST_DATABASE_URL`'s
+ * server when it is set, else a PGlite data directory under `dir` — its first opening starts from the suites' migrated
+ * template, every later one opens what is on disk (`opening(n)`, n counted from 1). `drop` removes the server's one.
+ */
+export const restartableDatabase = async (
+  dir: string
+): Promise<{ readonly opening: (n: number) => Database.DatabaseOptions; drop(): Promise<void> }> => {
+  const baseUrl = process.env.TEST_DATABASE_URL
+  if (baseUrl !== undefined && baseUrl !== "") {
+    const created = await createPostgresDatabase(baseUrl)
+    const database: Database.DatabaseOptions = {
+      kind: "postgres",
+      url: Redacted.make(created.url),
+      maxConnections: 4
+    }
+    return { opening: () => database, drop: created.drop }
+  }
+  const template = memoryPglite()
+  const dataDir = join(dir, "db")
+  return {
+    opening: (n) =>
+      n === 1 && "seed" in template ? { kind: "pglite", dataDir, seed: template.seed } : { kind: "pglite", dataDir },
+    drop: async () => {}
   }
 }

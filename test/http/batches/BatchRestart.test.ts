@@ -2,19 +2,15 @@
  * A batch survives its gateway: the gateway stops mid-batch (lines in flight under their holds), a new one starts on
  * the same database and finishes the batch from its events — every line has exactly one hold and one settlement, the
  * output file has each line once, the ledger agrees with it line by line (BatchChecks.ts), and nothing stays held. On the real Postgres of `TEST_DATABASE_URL` when set (a fresh
- * database, dropped afterwards), else on a PGlite data directory (whose first start takes much longer).
+ * database, dropped afterwards), else on a PGlite data directory (test/support/TestDatabase.ts restartableDatabase).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { randomUUID } from "node:crypto"
-import { Redacted } from "effect"
 import OpenAI from "openai"
-import type { DatabaseOptions } from "../../../src/adapters/store/Database.ts"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
-import { memoryPglite } from "../../support/PgliteTemplate.ts"
-import { runPostgres } from "../../support/TestDatabase.ts"
+import { restartableDatabase } from "../../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { makeAdmin } from "../chat/ChatHarness.ts"
 import { assertLineByLine } from "./BatchChecks.ts"
@@ -23,24 +19,14 @@ import { batchWhen, submitBatch } from "./SdkBatches.ts"
 let slow: RunningSimulator
 let dir: string
 let configPath: string
-let database: DatabaseOptions
-const baseUrl = process.env.TEST_DATABASE_URL
-const dbName = `tollgate_batch_${randomUUID().replaceAll("-", "").slice(0, 12)}`
+let database: Awaited<ReturnType<typeof restartableDatabase>>
 
 beforeAll(async () => {
   slow = await startSimulator({ faults: { latencyMs: 120 } })
   dir = mkdtempSync(join(tmpdir(), "tollgate-batch-restart-"))
   configPath = join(dir, "tollgate.yaml")
-  if (baseUrl !== undefined && baseUrl !== "") {
-    await runPostgres(baseUrl, `CREATE DATABASE ${dbName}`)
-    const url = new URL(baseUrl)
-    url.pathname = `/${dbName}`
-    database = { kind: "postgres", url: Redacted.make(url.toString()), maxConnections: 4 }
-  } else {
-    // The first start loads the suites' migrated template (no initdb); the restart opens what it left on disk.
-    const template = memoryPglite()
-    database = { kind: "pglite", dataDir: join(dir, "db"), ...("seed" in template ? { seed: template.seed } : {}) }
-  }
+  // On a PGlite data directory the first start loads the suites' migrated template; the restart opens what it left.
+  database = await restartableDatabase(dir)
   writeFileSync(
     configPath,
     `
@@ -53,8 +39,7 @@ models:
 })
 
 afterAll(async () => {
-  if (baseUrl !== undefined && baseUrl !== "")
-    await runPostgres(baseUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
+  await database?.drop()
   await slow?.close()
   rmSync(dir, { recursive: true, force: true })
 })
@@ -62,7 +47,7 @@ afterAll(async () => {
 const start = (again = false) =>
   startTestGateway({
     configPath,
-    database: again && database.kind === "pglite" ? { kind: "pglite", dataDir: database.dataDir } : database,
+    database: database.opening(again ? 2 : 1),
     batches: { leaseMillis: 600, pollMillis: 100, concurrency: 4, chunk: 8 }
   })
 

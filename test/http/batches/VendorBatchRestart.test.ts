@@ -1,22 +1,10 @@
-/**
- * A vendor batch survives its gateway. (1) The gateway stops while the vendors' batches are pending, their ids
- * recorded: the next gateway polls them and submits nothing again. (2) The gateway stops while the vendor is still
- * answering the submission (so the vendor has the batch and the gateway never recorded its id): the next gateway finds
- * it by its tag (OpenAI's metadata) and submits only the group it had not sent yet (Anthropic's). Either way each
- * vendor gets one submission per group, and every line is held once, settled once at batch prices, in the output once.
- * On the real Postgres of `TEST_DATABASE_URL` when set, else on a PGlite data directory.
- */
-import { randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Redacted } from "effect"
 import OpenAI from "openai"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
-import type { DatabaseOptions } from "../../../src/adapters/store/Database.ts"
-import { memoryPglite } from "../../support/PgliteTemplate.ts"
-import { runPostgres } from "../../support/TestDatabase.ts"
+import { restartableDatabase } from "../../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { makeAdmin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, ceilPerMillion, micros } from "./BatchHarness.ts"
@@ -26,9 +14,7 @@ let sim: RunningSimulator
 let lagging: RunningSimulator
 let dir: string
 let configPath: string
-let database: DatabaseOptions
-const baseUrl = process.env.TEST_DATABASE_URL
-const dbName = `tollgate_vbatch_${randomUUID().replaceAll("-", "").slice(0, 12)}`
+let database: Awaited<ReturnType<typeof restartableDatabase>>
 
 const upstreams = (name: string, url: string) => `
   ${name}-openai: { protocol: openai, baseUrl: "${url}/v1", apiKey: "sk-sim-test-key", batch: true }
@@ -43,15 +29,7 @@ beforeAll(async () => {
   lagging = await startSimulator({ batchMillis: 300, faults: { latencyMs: 700 } })
   dir = mkdtempSync(join(tmpdir(), "tollgate-vendor-restart-"))
   configPath = join(dir, "tollgate.yaml")
-  if (baseUrl !== undefined && baseUrl !== "") {
-    await runPostgres(baseUrl, `CREATE DATABASE ${dbName}`)
-    const url = new URL(baseUrl)
-    url.pathname = `/${dbName}`
-    database = { kind: "postgres", url: Redacted.make(url.toString()), maxConnections: 4 }
-  } else {
-    const template = memoryPglite()
-    database = { kind: "pglite", dataDir: join(dir, "db"), ...("seed" in template ? { seed: template.seed } : {}) }
-  }
+  database = await restartableDatabase(dir)
   writeFileSync(
     configPath,
     `upstreams:${upstreams("vb", sim.baseUrl)}${upstreams("lag", lagging.baseUrl)}
@@ -62,9 +40,7 @@ batches: { vendorPollMillis: 100, leaseSeconds: 1 }
 }, 60_000)
 
 afterAll(async () => {
-  if (baseUrl !== undefined && baseUrl !== "") {
-    await runPostgres(baseUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
-  }
+  await database?.drop()
   await sim?.close()
   await lagging?.close()
   rmSync(dir, { recursive: true, force: true })
@@ -75,7 +51,7 @@ const start = () => {
   started += 1
   return startTestGateway({
     configPath,
-    database: started > 1 && database.kind === "pglite" ? { kind: "pglite", dataDir: database.dataDir } : database,
+    database: database.opening(started),
     batches: { pollMillis: 50 }
   })
 }
