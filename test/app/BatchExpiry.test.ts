@@ -4,36 +4,15 @@
  * and in its output file, the others never held.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { servicesLayer } from "../../src/AppLayer.ts"
 import { Batches } from "../../src/app/batch/Batches.ts"
-import { Keys } from "../../src/app/Keys.ts"
-import { Ledger } from "../../src/app/Ledger.ts"
-import { parseDecimal } from "../../src/domain/Money.ts"
 import { fileObject } from "../../src/http/FilesApi.ts"
 import { messageBatchResults } from "../../src/http/MessageBatchView.ts"
-import { memoryPglite } from "../support/PgliteTemplate.ts"
+import { batchCustomer, clockMovedServices } from "./BatchClockHarness.ts"
 
-const services = () =>
-  servicesLayer({
-    database: memoryPglite(),
-    adminToken: Redacted.make("tga_test_unused"),
-    maxBodyBytes: 1024 * 1024,
-    configPath: undefined,
-    contentDir: mkdtempSync(join(tmpdir(), "tollgate-batch-expiry-")),
-    video: { enabled: false },
-    batches: { enabled: false, chunk: 1, concurrency: 1 },
-    // The clock jumps by a day: the hold sweep and the background-responses worker are not under test.
-    ledger: { sweepIntervalMillis: 3_600_000 },
-    responses: { pollMillis: 3_600_000, renewMillis: 3_600_000 },
-    // Nor is the audit chain's checkpoint (every 10 minutes: a thousand rounds of queries in a week).
-    auditCheckpointMillis: 30 * 86_400_000
-  })
+const services = () => clockMovedServices({ configPath: undefined, batches: { chunk: 1, concurrency: 1 } })
 
 const line = (i: number) =>
   JSON.stringify({
@@ -43,19 +22,7 @@ const line = (i: number) =>
     body: { model: "sim-openai", messages: [{ role: "user", content: `Line ${i}.` }], max_tokens: 16 }
   })
 
-/** An account with money, a key, and a batch of `lines` chat lines on `inputFileId`. */
-const customer = Effect.gen(function* () {
-  const ledger = yield* Ledger
-  const account = yield* ledger.openAccount("batch")
-  yield* ledger.deposit(account.id, parseDecimal("10") as bigint, "seed")
-  const created = yield* (yield* Keys).create(account.id, {
-    name: "batch",
-    models: null,
-    expiresAt: null,
-    spendLimit: null
-  })
-  return { accountId: account.id, key: { keyId: created.id, accountId: account.id, models: null, spendLimit: null } }
-})
+const customer = batchCustomer
 
 const DAY_SECONDS = 86_400
 
@@ -124,18 +91,9 @@ describe("batch expiry", () => {
     "ends a batch past its window as expired: run lines billed, the rest never held",
     () =>
       Effect.gen(function* () {
-        const ledger = yield* Ledger
         const batches = yield* Batches
-        const account = yield* ledger.openAccount("batch")
-        yield* ledger.deposit(account.id, parseDecimal("10") as bigint, "seed")
-        const created = yield* (yield* Keys).create(account.id, {
-          name: "batch",
-          models: null,
-          expiresAt: null,
-          spendLimit: null
-        })
-        const key = { keyId: created.id, accountId: account.id, models: null, spendLimit: null }
-        const file = yield* batches.createFile(account.id, {
+        const { accountId, key } = yield* customer
+        const file = yield* batches.createFile(accountId, {
           purpose: "batch",
           filename: "in.jsonl",
           content: [0, 1, 2, 3].map(line).join("\n")
@@ -150,29 +108,29 @@ describe("batch expiry", () => {
         })
         assert.strictEqual(submitted.status, "validating")
         yield* batches.runDue
-        const running = yield* batches.get(account.id, submitted.id)
+        const running = yield* batches.get(accountId, submitted.id)
         assert.strictEqual(running.status, "in_progress")
         assert.strictEqual(running.completed, 1)
 
         // Not yet: a round just before the window ends runs the next line.
         yield* TestClock.adjust("23 hours")
         yield* batches.runDue
-        assert.strictEqual((yield* batches.get(account.id, submitted.id)).completed, 2)
+        assert.strictEqual((yield* batches.get(accountId, submitted.id)).completed, 2)
 
         yield* TestClock.adjust("1 hour")
         yield* batches.runDue
-        const expired = yield* batches.get(account.id, submitted.id)
+        const expired = yield* batches.get(accountId, submitted.id)
         assert.strictEqual(expired.status, "expired")
         // OpenAI's accounting: the lines that never ran are failed, each in the error file as `batch_expired`.
         assert.deepStrictEqual([expired.total, expired.completed, expired.failed], [4, 2, 2])
         assert.isNotNull(expired.expired_at)
         assert.deepStrictEqual(expired.errors, { message: "the batch did not finish within its 24h completion window" })
-        const output = (yield* batches.fileContent(account.id, expired.output_file_id as string)).trim().split("\n")
+        const output = (yield* batches.fileContent(accountId, expired.output_file_id as string)).trim().split("\n")
         assert.deepStrictEqual(
           output.map((text) => JSON.parse(text).custom_id),
           ["l0", "l1"]
         )
-        const errors = (yield* batches.fileContent(account.id, expired.error_file_id as string)).trim().split("\n")
+        const errors = (yield* batches.fileContent(accountId, expired.error_file_id as string)).trim().split("\n")
         assert.deepStrictEqual(
           errors.map((text) => {
             const { custom_id, response, error } = JSON.parse(text)
@@ -184,7 +142,7 @@ describe("batch expiry", () => {
           ]
         )
         // Anthropic's surface: the same lines are `expired`, the answered ones `succeeded`.
-        const results = messageBatchResults(yield* batches.state(account.id, submitted.id))
+        const results = messageBatchResults(yield* batches.state(accountId, submitted.id))
           .trim()
           .split("\n")
           .map((text) => JSON.parse(text).result.type)
@@ -192,13 +150,13 @@ describe("batch expiry", () => {
 
         const sql = yield* SqlClient.SqlClient
         const holds = yield* sql<{ status: string; captured: string }>`
-          SELECT status, captured::text FROM holds WHERE account_id = ${account.id}::uuid`
+          SELECT status, captured::text FROM holds WHERE account_id = ${accountId}::uuid`
         assert.deepStrictEqual(
           holds.map((h) => h.status),
           ["settled", "settled"]
         )
         const [row] = yield* sql<{ captured: string; held: string }>`
-          SELECT captured::text, held::text FROM accounts WHERE id = ${account.id}::uuid`
+          SELECT captured::text, held::text FROM accounts WHERE id = ${accountId}::uuid`
         assert.strictEqual(row?.held, "0")
         assert.strictEqual(
           BigInt(row?.captured ?? "-1"),

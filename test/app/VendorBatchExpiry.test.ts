@@ -4,19 +4,15 @@
  * line's hold — nothing billed for lines whose results never came back.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { startSimulator } from "../../src/adapters/simulator/SimulatorServer.ts"
-import { servicesLayer } from "../../src/AppLayer.ts"
 import { Batches } from "../../src/app/batch/Batches.ts"
-import { Keys } from "../../src/app/Keys.ts"
-import { Ledger } from "../../src/app/Ledger.ts"
-import { parseDecimal } from "../../src/domain/Money.ts"
-import { memoryPglite } from "../support/PgliteTemplate.ts"
+import { batchCustomer, clockMovedServices } from "./BatchClockHarness.ts"
 
 const line = (i: number) =>
   JSON.stringify({
@@ -43,18 +39,7 @@ models:
   - { id: vendor-openai, plugin: text, upstreams: [vb], upstreamModel: sim-openai, pricing: { input: "0.15", output: "0.60" } }
 `
   )
-  return servicesLayer({
-    database: memoryPglite(),
-    adminToken: Redacted.make("tga_test_unused"),
-    maxBodyBytes: 1024 * 1024,
-    configPath,
-    contentDir: join(dir, "content"),
-    video: { enabled: false },
-    batches: { enabled: false, vendorPollMillis: 1 },
-    ledger: { sweepIntervalMillis: 3_600_000 },
-    responses: { pollMillis: 3_600_000, renewMillis: 3_600_000 },
-    auditCheckpointMillis: 30 * 86_400_000
-  })
+  return clockMovedServices({ configPath, batches: { vendorPollMillis: 1 } })
 }
 
 describe("vendor batch expiry", () => {
@@ -64,18 +49,9 @@ describe("vendor batch expiry", () => {
       Effect.gen(function* () {
         const sim = yield* simulator
         yield* Effect.gen(function* () {
-          const ledger = yield* Ledger
           const batches = yield* Batches
-          const account = yield* ledger.openAccount("batch")
-          yield* ledger.deposit(account.id, parseDecimal("10") as bigint, "seed")
-          const created = yield* (yield* Keys).create(account.id, {
-            name: "batch",
-            models: null,
-            expiresAt: null,
-            spendLimit: null
-          })
-          const key = { keyId: created.id, accountId: account.id, models: null, spendLimit: null }
-          const file = yield* batches.createFile(account.id, {
+          const { accountId, key } = yield* batchCustomer
+          const file = yield* batches.createFile(accountId, {
             purpose: "batch",
             filename: "in.jsonl",
             content: [0, 1, 2].map(line).join("\n")
@@ -92,7 +68,7 @@ describe("vendor batch expiry", () => {
           const posts = (path: RegExp) => sim.calls().filter((c) => c.method === "POST" && path.test(c.path)).length
           assert.strictEqual(posts(/^\/v1\/batches$/), 1)
           const sql = yield* SqlClient.SqlClient
-          const holds = sql<{ status: string }>`SELECT status FROM holds WHERE account_id = ${account.id}::uuid`
+          const holds = sql<{ status: string }>`SELECT status FROM holds WHERE account_id = ${accountId}::uuid`
           assert.deepStrictEqual(
             (yield* holds).map((h) => h.status),
             ["pending", "pending", "pending"]
@@ -100,7 +76,7 @@ describe("vendor batch expiry", () => {
 
           yield* TestClock.adjust("25 hours")
           yield* batches.runDue
-          const expired = yield* batches.get(account.id, submitted.id)
+          const expired = yield* batches.get(accountId, submitted.id)
           assert.strictEqual(expired.status, "expired")
           assert.deepStrictEqual([expired.total, expired.completed, expired.failed], [3, 0, 3])
           assert.strictEqual(posts(/^\/v1\/batches\/[^/]+\/cancel$/), 1)
