@@ -9,7 +9,7 @@ import { formatMicros } from "../../../src/domain/Money.ts"
 import type { TestGateway } from "../../support/TestGateway.ts"
 import type { Admin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, type BatchGateway, ceilPerMillion, micros, startBatchGateway } from "./BatchHarness.ts"
-import { batchWhen, jsonl, submitBatch } from "./SdkBatches.ts"
+import { batchWhen, fileLines, jsonl, submitBatch, usageRows } from "./SdkBatches.ts"
 
 let harness: BatchGateway
 let gateway: TestGateway
@@ -75,16 +75,9 @@ describe("batches on the OpenAI surface", () => {
     expect(batch.output_file_id).not.toBeNull()
     expect(batch.error_file_id).not.toBeNull()
 
-    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line))
+    const output = await fileLines(openai, batch.output_file_id as string)
     expect(output.map((line) => line.custom_id)).toEqual(lines.slice(0, 24).map((line) => line.custom_id))
-    const charges = (await (
-      await fetch(`${gateway.url}/v1/usage/requests?limit=1000`, {
-        headers: { authorization: `Bearer ${customer.key}` }
-      })
-    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string; model: string }> }
+    const charges = await usageRows(gateway.url, customer.key)
     const ledger = await ledgerOf(customer.accountId)
     let total = 0n
     for (const [index, line] of output.entries()) {
@@ -98,7 +91,7 @@ describe("batches on the OpenAI surface", () => {
         ceilPerMillion(body.usage.prompt_tokens, prices.input) +
         ceilPerMillion(body.usage.completion_tokens, prices.output)
       expect(expected).toBeGreaterThan(0n)
-      const charge = charges.data.find((c) => c.requestId === line.response.request_id)
+      const charge = charges.find((c) => c.requestId === line.response.request_id)
       expect(charge).toMatchObject({ status: "settled", model: body.model })
       expect(micros(charge?.cost ?? "")).toBe(expected)
       const hold = ledger.find((entry) => entry.type === "HoldPlaced" && entry.requestId === line.response.request_id)
@@ -113,7 +106,7 @@ describe("batches on the OpenAI surface", () => {
     expect(failed.custom_id).toBe("req-broken")
     expect(failed.response.status_code).toBeGreaterThanOrEqual(500)
     expect(failed.error.message).toBeTruthy()
-    const refund = charges.data.find((c) => c.requestId === failed.response.request_id)
+    const refund = charges.find((c) => c.requestId === failed.response.request_id)
     expect(refund).toMatchObject({ status: "released", cost: "0.000000" })
 
     const balance = await admin.balance(customer.accountId)
@@ -178,15 +171,8 @@ describe("batches on the OpenAI surface", () => {
         output_expires_after: { anchor: "created_at", seconds: 9_999_999 }
       })
     ).rejects.toMatchObject({ status: 400, message: expect.stringContaining("output_expires_after.seconds") })
-    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line))
-    const charges = (await (
-      await fetch(`${gateway.url}/v1/usage/requests?limit=1000`, {
-        headers: { authorization: `Bearer ${customer.key}` }
-      })
-    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string }> }
+    const output = await fileLines(openai, batch.output_file_id as string)
+    const charges = await usageRows(gateway.url, customer.key)
     let total = 0n
     for (const [index, line] of output.entries()) {
       const input = inputs[index] as string | ReadonlyArray<string>
@@ -196,7 +182,7 @@ describe("batches on the OpenAI surface", () => {
       expect(Array.isArray(line.response.body.data[0].embedding)).toBe(true)
       // USD 0.02 per 1M interactive: 0.01 in a batch.
       const expected = ceilPerMillion(line.response.body.usage.prompt_tokens, 10_000n)
-      const charge = charges.data.find((c) => c.requestId === line.response.request_id)
+      const charge = charges.find((c) => c.requestId === line.response.request_id)
       expect(charge?.status).toBe("settled")
       expect(micros(charge?.cost ?? "")).toBe(expected)
       total += expected
@@ -254,15 +240,8 @@ describe("batches on the OpenAI surface", () => {
     expect(created.endpoint).toBe("/v1/responses")
     const batch = await waitFor(openai, created.id, (status) => status === "completed")
     expect(batch.request_counts).toEqual({ total: 3, completed: 3, failed: 0 })
-    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
-      .trim()
-      .split("\n")
-      .map((text) => JSON.parse(text))
-    const charges = (await (
-      await fetch(`${gateway.url}/v1/usage/requests?limit=1000`, {
-        headers: { authorization: `Bearer ${customer.key}` }
-      })
-    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string; model: string }> }
+    const output = await fileLines(openai, batch.output_file_id as string)
+    const charges = await usageRows(gateway.url, customer.key)
     const ledger = await ledgerOf(customer.accountId)
     let total = 0n
     for (const [index, row] of output.entries()) {
@@ -277,7 +256,7 @@ describe("batches on the OpenAI surface", () => {
       const expected =
         ceilPerMillion(body.usage.input_tokens, prices.input) + ceilPerMillion(body.usage.output_tokens, prices.output)
       expect(expected).toBeGreaterThan(0n)
-      const charge = charges.data.find((c) => c.requestId === row.response.request_id)
+      const charge = charges.find((c) => c.requestId === row.response.request_id)
       expect(charge).toMatchObject({ status: "settled", model: body.model })
       expect(micros(charge?.cost ?? "")).toBe(expected)
       const hold = ledger.find((entry) => entry.type === "HoldPlaced" && entry.requestId === row.response.request_id)

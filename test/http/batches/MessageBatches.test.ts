@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { TestGateway } from "../../support/TestGateway.ts"
 import type { Admin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, type BatchGateway, ceilPerMillion, micros, startBatchGateway } from "./BatchHarness.ts"
+import { usageRows } from "./SdkBatches.ts"
 
 let harness: BatchGateway
 let gateway: TestGateway
@@ -74,11 +75,7 @@ describe("message batches on the Anthropic surface", () => {
 
     const results = await resultsOf(anthropic, batch.id)
     expect(results.map((line) => line.custom_id)).toEqual(requests.map((r) => r.custom_id))
-    const charges = (await (
-      await fetch(`${gateway.url}/v1/usage/requests?limit=1000`, {
-        headers: { authorization: `Bearer ${customer.key}` }
-      })
-    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string; model: string }> }
+    const charges = await usageRows(gateway.url, customer.key)
     const ledger = await admin.ledger(customer.accountId)
     let total = 0n
     for (const [index, line] of results.slice(0, 9).entries()) {
@@ -94,7 +91,7 @@ describe("message batches on the Anthropic surface", () => {
         ceilPerMillion(message.usage.output_tokens, prices.output)
       expect(expected).toBeGreaterThan(0n)
       const requestId = `${batch.id}/${index}`
-      const charge = charges.data.find((c) => c.requestId === requestId)
+      const charge = charges.find((c) => c.requestId === requestId)
       expect(charge).toMatchObject({ status: "settled", model: message.model })
       expect(micros(charge?.cost ?? "")).toBe(expected)
       const hold = ledger.find((entry) => entry.type === "HoldPlaced" && entry.requestId === requestId)
@@ -108,7 +105,7 @@ describe("message batches on the Anthropic surface", () => {
     expect(failed.error.type).toBe("error")
     expect(failed.error.error.type).toBe("api_error")
     expect(failed.error.error.message).toBeTruthy()
-    expect(charges.data.find((c) => c.requestId === `${batch.id}/9`)).toMatchObject({
+    expect(charges.find((c) => c.requestId === `${batch.id}/9`)).toMatchObject({
       status: "released",
       cost: "0.000000"
     })

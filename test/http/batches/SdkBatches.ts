@@ -35,3 +35,18 @@ export const batchWhen = async (
   }
   throw new Error(`batch ${id} did not reach the awaited status in ${reads} reads`)
 }
+
+/** A batch output, error or results file's lines, parsed. */
+export const fileLines = async (openai: OpenAI, fileId: string) =>
+  (await (await openai.files.content(fileId)).text())
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line))
+
+/** What `key`'s requests cost, as `GET /v1/usage/requests` lists them (one page of 1,000). */
+export const usageRows = async (gatewayUrl: string, key: string) =>
+  (
+    (await (
+      await fetch(`${gatewayUrl}/v1/usage/requests?limit=1000`, { headers: { authorization: `Bearer ${key}` } })
+    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string; model: string }> }
+  ).data

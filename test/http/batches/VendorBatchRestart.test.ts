@@ -8,7 +8,7 @@ import { restartableDatabase } from "../../support/TestDatabase.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { makeAdmin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, ceilPerMillion, micros } from "./BatchHarness.ts"
-import { batchWhen, submitBatch } from "./SdkBatches.ts"
+import { batchWhen, fileLines, submitBatch } from "./SdkBatches.ts"
 
 let sim: RunningSimulator
 let lagging: RunningSimulator
@@ -82,10 +82,7 @@ const finish = async (gateway: TestGateway, customer: { key: string; accountId: 
   const openai = new OpenAI({ apiKey: customer.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
   const batch = await batchWhen(openai, batchId, (status) => status === "completed", { reads: 200 })
   expect(batch.request_counts).toEqual({ total: 20, completed: 20, failed: 0 })
-  const output = (await (await openai.files.content(batch.output_file_id as string)).text())
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line))
+  const output = await fileLines(openai, batch.output_file_id as string)
   expect(output.map((line) => line.custom_id)).toEqual(Array.from({ length: 20 }, (_, i) => `l-${i}`))
   const admin = makeAdmin(gateway)
   const ledger = await admin.ledger(customer.accountId)

@@ -16,7 +16,7 @@ import { type RunningSimulator, startSimulator } from "../../../src/adapters/sim
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { type Admin, makeAdmin } from "../chat/ChatHarness.ts"
 import { BATCH_PRICES, ceilPerMillion, micros } from "./BatchHarness.ts"
-import { batchWhen, submitBatch } from "./SdkBatches.ts"
+import { batchWhen, fileLines, submitBatch, usageRows } from "./SdkBatches.ts"
 
 /** The gateway's config: `vb-openai` and `vb-anthropic` batch-capable, `sim-gemini` not; `slow` batches take a minute. */
 const vendorConfig = (sim: string, slow: string, refusing: string) => `
@@ -66,13 +66,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const submissions = (server: RunningSimulator, path: string) =>
   server.calls().filter((call) => call.method === "POST" && call.path === path).length
 
-const usageOf = async (key: string) =>
-  (
-    (await (
-      await fetch(`${gateway.url}/v1/usage/requests?limit=1000`, { headers: { authorization: `Bearer ${key}` } })
-    ).json()) as { data: ReadonlyArray<{ requestId: string; cost: string; status: string; model: string }> }
-  ).data
-
 /** `vb-embedding`'s batch price: half its USD 0.02 per 1M input tokens. */
 const PRICES: Record<string, { input: bigint; output: bigint }> = {
   ...BATCH_PRICES,
@@ -95,7 +88,7 @@ const assertBilled = async (
   refunded: ReadonlyArray<string>
 ) => {
   const ledger = await admin.ledger(accountId)
-  const usage = await usageOf(key)
+  const usage = await usageRows(gateway.url, key)
   let total = 0n
   for (const line of answered) {
     const expected = priceOf(line.model, line.usage)
@@ -147,10 +140,7 @@ describe("vendor batches", () => {
     expect(submissions(sim, "/v1/chat/completions")).toBe(0)
     expect(submissions(sim, "/v1/messages")).toBe(0)
 
-    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line))
+    const output = await fileLines(openai, batch.output_file_id as string)
     expect(output.map((line) => line.custom_id)).toEqual(
       lines.filter((_, i) => i !== 3 && i !== 4).map((line) => line.custom_id)
     )
@@ -159,10 +149,7 @@ describe("vendor batches", () => {
       expect(line.response.body.object).toBe("chat.completion")
       expect(MODELS).toContain(line.response.body.model)
     }
-    const errors = (await (await openai.files.content(batch.error_file_id as string)).text())
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line))
+    const errors = await fileLines(openai, batch.error_file_id as string)
     expect(errors.map((line) => line.custom_id)).toEqual(["req-3", "req-4"])
     await assertBilled(
       customer.accountId,
@@ -237,10 +224,7 @@ describe("vendor batches", () => {
     const vendorBatch = sim.calls().find((call) => call.method === "POST" && call.path === "/v1/batches")
     expect(vendorBatch?.body).toMatchObject({ endpoint: "/v1/embeddings" })
 
-    const output = (await (await openai.files.content(batch.output_file_id as string)).text())
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line))
+    const output = await fileLines(openai, batch.output_file_id as string)
     expect(output.map((line) => line.custom_id)).toEqual(lines.filter((_, i) => i !== 5).map((l) => l.custom_id))
     for (const line of output) {
       // The client's embeddings object, in the format its line asked for.
@@ -253,10 +237,7 @@ describe("vendor batches", () => {
       else expect(typeof body.data[0].embedding).toBe("string")
       expect(body.usage.prompt_tokens).toBeGreaterThan(0)
     }
-    const errors = (await (await openai.files.content(batch.error_file_id as string)).text())
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line))
+    const errors = await fileLines(openai, batch.error_file_id as string)
     expect(errors.map((line) => line.custom_id)).toEqual(["e-5"])
     await assertBilled(
       customer.accountId,
