@@ -4,9 +4,10 @@
  * component compiled once.
  *
  * The document is not part of the repository: it is found where `TOLLGATE_OPENAI_SPEC` points (a copy of OpenAI's
- * published `openapi.yaml`), or where the CI workspace keeps one. On a bare clone neither exists, and `npm test` must still pass:
- * the schema checks then pass vacuously, and the reason is printed once per test file and shown as a skipped test
- * (`skipWithoutOpenAiSpec`), so nobody mistakes a bare clone's green run for a validated one.
+ * published `openapi.yaml`), or where the CI workspace keeps one. On a bare clone neither exists, and `npm test` must
+ * still pass: the schema checks then pass vacuously, and the reason is printed once per worker process (files share
+ * them: vitest.config.ts) and shown as a skipped test in every file that validates (`skipWithoutOpenAiSpec`), so
+ * nobody mistakes a bare clone's green run for a validated one.
  */
 import { it } from "@effect/vitest"
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js"
