@@ -15,8 +15,9 @@ const self = fileURLToPath(import.meta.url)
 const alwaysInputs = [relative(root, self), "package.json", "package-lock.json", "node_modules/.package-lock.json"]
 
 /** Where a build goes: dist/gateway, or another folder inside the repository (node_modules must resolve from it). */
-const layout = (outDir = join(root, "dist", "gateway")) => ({
+const layout = (outDir = join(root, "dist", "gateway"), entry = "src/main.ts") => ({
   outDir,
+  entry,
   outfile: join(outDir, "main.js"),
   inputsFile: join(outDir, "inputs.json")
 })
@@ -69,13 +70,13 @@ const sourceUrls = (outDir) => ({
   }
 })
 
-const buildBundle = async ({ outDir, outfile, inputsFile }) => {
+const buildBundle = async ({ outDir, entry, outfile, inputsFile }) => {
   const { build } = await import("esbuild")
   mkdirSync(outDir, { recursive: true })
   const partial = join(outDir, "main.partial.js")
   const result = await build({
     absWorkingDir: root,
-    entryPoints: ["src/main.ts"],
+    entryPoints: [entry],
     outfile: partial,
     bundle: true,
     platform: "node",
@@ -101,11 +102,12 @@ const buildBundle = async ({ outDir, outfile, inputsFile }) => {
 }
 
 /**
- * Builds dist/gateway/main.js (or `outDir`/main.js); with `ifStale`, only when it is missing or older than an input.
- * With `check`, builds nothing and answers why it would (undefined: up to date).
+ * Builds dist/gateway/main.js (or `outDir`/main.js) from src/main.ts (or `entry`, such as the ladder's in-memory rung);
+ * with `ifStale`, only when it is missing or older than an input. With `check`, builds nothing and answers why it
+ * would (undefined: up to date).
  */
-export const buildGateway = async ({ ifStale = false, check = false, outDir = undefined } = {}) => {
-  const paths = layout(outDir)
+export const buildGateway = async ({ ifStale = false, check = false, outDir = undefined, entry = undefined } = {}) => {
+  const paths = layout(outDir, entry)
   const reason = ifStale || check ? staleness(paths) : "asked to"
   if (check || reason === undefined) return reason
   const started = performance.now()
@@ -115,15 +117,18 @@ export const buildGateway = async ({ ifStale = false, check = false, outDir = un
   return reason
 }
 
-// node scripts/build-gateway.mjs [--if-stale | --check] [--out <folder>]; --check exits 1 when a build is due.
+// node scripts/build-gateway.mjs [--if-stale | --check] [--out <folder>] [--entry <file.ts>]; --check exits 1 when a
+// build is due.
 if (process.argv[1] === self) {
   const args = process.argv.slice(2)
   const out = args.indexOf("--out")
+  const entry = args.indexOf("--entry")
   const check = args.includes("--check")
   const reason = await buildGateway({
     ifStale: args.includes("--if-stale"),
     check,
-    outDir: out === -1 ? undefined : resolve(args[out + 1])
+    outDir: out === -1 ? undefined : resolve(args[out + 1]),
+    entry: entry === -1 ? undefined : args[entry + 1]
   })
   if (check) {
     console.log(reason === undefined ? "up to date" : `stale: ${reason}`)

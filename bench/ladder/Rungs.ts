@@ -8,7 +8,16 @@ import { randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { join } from "node:path"
-import { cpuMicros, freePort, here, postgresBackends, spawnNode, startedGateway, waitFor } from "../suite/Processes.ts"
+import {
+  compiled,
+  cpuMicros,
+  freePort,
+  here,
+  postgresBackends,
+  spawnNode,
+  startedGateway,
+  waitFor
+} from "../suite/Processes.ts"
 
 export type Rung = "floor" | "effect" | "memory" | "postgres" | "pglite"
 
@@ -139,8 +148,12 @@ models:
     env.DATABASE_URL = url.toString()
   }
   // The Postgres and PGlite rungs run what `npm start` runs (or BENCH_GATEWAY_SCRIPT, for before/after comparisons);
-  // the in-memory rung is its own entry point, run from source through tsx.
-  const script = rung === "memory" ? here("../ladder/MemoryLedgerGateway.ts") : startedGateway()
+  // the in-memory rung is its own entry point, compiled the same way (dist/ladder-memory; BENCH_MEMORY_SCRIPT names
+  // another build of it, for before/after).
+  const script =
+    rung !== "memory"
+      ? startedGateway()
+      : (process.env.BENCH_MEMORY_SCRIPT ?? compiled("dist/ladder-memory", "bench/ladder/MemoryLedgerGateway.ts"))
   const gateway = spawnNode(script, { env, logFile, core: options.core })
   await waitFor(
     (signal) => fetch(`${origin}/readyz`, { signal }).then((r) => r.status === 200),

@@ -15,11 +15,27 @@ export const here = (file: string) => fileURLToPath(new URL(file, import.meta.ur
  */
 export const startedGateway = (): string => {
   if (process.env.BENCH_GATEWAY_SCRIPT !== undefined) return process.env.BENCH_GATEWAY_SCRIPT
-  const built = spawnSync(process.execPath, [here("../../scripts/build-gateway.mjs"), "--if-stale"], {
-    stdio: "inherit"
-  })
+  return compiled("dist/gateway")
+}
+
+/**
+ * `entry` compiled as `npm start`'s gateway is (scripts/build-gateway.mjs, into `outDir` under the repository, when
+ * missing or stale), so a bench's variant of the gateway runs as the real one does, not through tsx's loader.
+ */
+export const compiled = (outDir: string, entry?: string): string => {
+  const built = spawnSync(
+    process.execPath,
+    [
+      here("../../scripts/build-gateway.mjs"),
+      "--if-stale",
+      "--out",
+      here(`../../${outDir}`),
+      ...(entry === undefined ? [] : ["--entry", entry])
+    ],
+    { stdio: "inherit", cwd: here("../..") }
+  )
   if (built.status !== 0) throw new Error("scripts/build-gateway.mjs failed")
-  return here("../../dist/gateway/main.js")
+  return here(`../../${outDir}/main.js`)
 }
 
 const hasTaskset = (() => {

@@ -24,9 +24,11 @@ import {
   killAll,
   pin,
   postgresBackends,
+  rssBytes,
   rssSampler,
   type Spawned,
   spawnNode,
+  startedGateway,
   waitFor
 } from "./Processes.ts"
 
@@ -220,8 +222,8 @@ const start = async (target: Target): Promise<Server | undefined> => {
   } else {
     env.TOLLGATE_DATA_DIR = join(runDir, "embedded-data")
   }
-  // BENCH_GATEWAY_SCRIPT: another build of the gateway (a bundle, for profiles with real line numbers).
-  const gateway = spawnNode(process.env.BENCH_GATEWAY_SCRIPT ?? here("../../src/main.ts"), {
+  // What `npm start` runs (dist/gateway/main.js, built when stale), or BENCH_GATEWAY_SCRIPT: another build of it.
+  const gateway = spawnNode(startedGateway(), {
     env,
     logFile,
     core: SERVER_CORE,
@@ -448,6 +450,8 @@ for (const target of targets) {
     await loadScenario(S[5], server, messages, server.keys)
   }
   if (scenarios.has(6)) {
+    // What the process held just before the streams opened: the peak is read against it (issue 29's "above idle").
+    const before = rssBytes(server.process.pid)
     const measured = await measure<StreamsResult>(server, {
       kind: "streams",
       origin: server.origin,
@@ -470,6 +474,7 @@ for (const target of targets) {
       notes: {
         opened: result.opened,
         completed: result.completed,
+        rssBeforeMb: mb(before),
         openSeconds: result.openSeconds,
         probes: result.probe.count,
         loopDelayP99: delay?.p99 ?? Number.NaN,
