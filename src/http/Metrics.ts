@@ -56,9 +56,11 @@ export class PrometheusRegistry extends Context.Service<PrometheusRegistry, Regi
       const plugins = yield* PluginRegistry
       const deployments = yield* Deployments
       const registry = new Registry()
-      // The event-loop lag histogram samples with a timer: every 100 ms, not prom-client's 10 ms (100 wake-ups a
-      // second of an idle process, a third of its idle CPU on the 2-core bench host).
-      collectDefaultMetrics({ register: registry, prefix: "tollgate_", eventLoopMonitoringPrecision: 100 })
+      // The event-loop lag histogram samples with a timer: once a second, not prom-client's every 10 ms. An idle
+      // process's wake-ups are its idle CPU: at 100 ms the timer alone was 10 of its 13 wake-ups a second and idle CPU
+      // 2.6–2.8 ms/s, at 1 s 1.7–1.9 ms/s (bench/README.md, "Idle"). A stall shorter than a second can fall between
+      // two samples; `tollgate_nodejs_eventloop_lag_seconds` is still measured at each scrape.
+      collectDefaultMetrics({ register: registry, prefix: "tollgate_", eventLoopMonitoringPrecision: 1000 })
       const labelNames = ["route", "method", "model", "status"] as const
       const requests = new Counter({
         name: "tollgate_http_requests_total",
