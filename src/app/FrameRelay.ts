@@ -2,7 +2,8 @@
  * A streamed chat reply's frames as the client is to see them: plain synchronous code, called once per network read.
  * Every upstream event goes through the stream transducer, which converts it to the client's protocol and keeps what
  * the billing needs. When the client speaks the upstream's protocol, the upstream's own bytes are forwarded instead
- * (unknown fields preserved) and the transducer only counts; the model name is swapped for the one the client named.
+ * (unknown fields preserved) and the transducer only counts (it encodes only when the stream fails or its finished
+ * object is asked for); the model name is swapped for the one the client named.
  */
 import type { Dialect, SseFrame } from "../plugins/ModelPlugin.ts"
 import { isRecord, parseJson, swapSoleModel } from "../plugins/text/convert/json.ts"
@@ -45,6 +46,8 @@ export class FrameRelay {
       includeUsage,
       inputTokens: plan.inputTokens,
       clientBody: input.body,
+      // Passed through, the upstream's own bytes are written: the transducer need not encode them again.
+      deferEncoding: this.passthrough,
       ...(input.responseId === undefined ? {} : { clientId: input.responseId })
     })
   }

@@ -40,7 +40,16 @@ export interface StreamTransducerOptions {
   readonly inputTokens?: number
   /** Responses clients: their request, whose settings every Response object repeats. */
   readonly clientBody?: JsonRecord
+  /**
+   * The client is sent the upstream's own bytes (same protocol), so what `push` and `end` would return is not
+   * written: the events are encoded only when something needs the encoder's state — `fail`'s in-band error, the
+   * finished object in the snapshot — or when {@link DEFERRED_EVENTS} of them are waiting. The accounting is the same.
+   */
+  readonly deferEncoding?: boolean
 }
+
+/** How many events a deferring transducer keeps before it encodes them (and drops the frames): its memory bound. */
+export const DEFERRED_EVENTS = 1024
 
 export interface StreamSnapshot {
   /** Latest usage the upstream reported (cumulative); undefined if it never did. */
@@ -127,8 +136,17 @@ export const makeStreamTransducer = (options: StreamTransducerOptions): StreamTr
   let text = ""
   let thinking = ""
   let toolArguments = ""
+  /** Events accounted for but not yet given to the encoder (`deferEncoding`). */
+  let deferred: Array<StreamEvent> = []
 
-  const emit = (events: ReadonlyArray<StreamEvent>): ReadonlyArray<string> => {
+  const catchUp = () => {
+    const waiting = deferred
+    deferred = []
+    for (const event of waiting) encoder.encode(event)
+  }
+
+  const emit = (events: ReadonlyArray<StreamEvent>, defer = options.deferEncoding === true): ReadonlyArray<string> => {
+    if (!defer) catchUp()
     const frames: Array<string> = []
     for (const event of events) {
       if (finished) break
@@ -159,8 +177,10 @@ export const makeStreamTransducer = (options: StreamTransducerOptions): StreamTr
           finished = true
           break
       }
-      frames.push(...encoder.encode(event))
+      if (defer) deferred.push(event)
+      else frames.push(...encoder.encode(event))
     }
+    if (deferred.length >= DEFERRED_EVENTS) catchUp()
     return frames
   }
 
@@ -170,9 +190,16 @@ export const makeStreamTransducer = (options: StreamTransducerOptions): StreamTr
     fail: (kind, message) => {
       if (finished) return []
       truncated = true
-      return emit([{ type: "error", kind, message }])
+      return emit([{ type: "error", kind, message }], false)
     },
-    snapshot: () => ({
+    snapshot: () => {
+      if (encoder.final !== undefined) catchUp()
+      return snapshotOf()
+    }
+  }
+
+  function snapshotOf(): StreamSnapshot {
+    return {
       ...(usage ? { usage } : {}),
       ...(stopReason !== undefined ? { stopReason } : {}),
       truncated: truncated || (finished && error !== undefined),
@@ -180,6 +207,6 @@ export const makeStreamTransducer = (options: StreamTransducerOptions): StreamTr
       ...(error ? { error } : {}),
       delivered: { text, thinking, toolArguments },
       ...(encoder.final?.() === undefined ? {} : { final: encoder.final() })
-    })
+    }
   }
 }

@@ -1,7 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import type { UpstreamEvent } from "../../../../src/plugins/text/convert/ChatStream.ts"
-import { type Dialect, makeStreamTransducer } from "../../../../src/plugins/text/convert/StreamTransducer.ts"
+import {
+  DEFERRED_EVENTS,
+  type Dialect,
+  makeStreamTransducer
+} from "../../../../src/plugins/text/convert/StreamTransducer.ts"
 import { readFrames } from "./helpers.ts"
 
 const fragment = fc.constantFrom("", "{", '{"a":', "1}", '"x"', "}", "{}", "[1,", "null", "ü")
@@ -295,4 +299,60 @@ describe("stream transducers on arbitrary upstream events", () => {
       })
     }
   }
+})
+
+describe("a transducer that defers encoding (a passed-through stream)", () => {
+  const options = (dialect: Dialect, includeUsage: boolean) => ({
+    upstream: dialect,
+    client: dialect,
+    created: 1,
+    fallbackId: "fallback",
+    fallbackModel: "model",
+    clientModel: "alias",
+    includeUsage
+  })
+  for (const dialect of dialects) {
+    it(`property: ${dialect} → ${dialect} accounts, fails and finishes exactly as one that encodes every event`, () => {
+      fc.assert(
+        fc.property(
+          upstreamEvents[dialect],
+          fc.boolean(),
+          fc.boolean(),
+          fc.nat({ max: 3 }),
+          (events, includeUsage, cut, repeat) => {
+            // Repeated, some runs pass the deferral's bound and encode in the middle of the stream.
+            const stream = Array.from({ length: 1 + repeat * 300 }, () => events).flat()
+            const encoding = makeStreamTransducer(options(dialect, includeUsage))
+            const deferring = makeStreamTransducer({ ...options(dialect, includeUsage), deferEncoding: true })
+            stream.forEach((event, i) => {
+              encoding.push(event)
+              assert.deepStrictEqual(deferring.push(event), [], "nothing to write: the upstream's bytes are")
+              if (i % 64 === 0) assert.deepStrictEqual(deferring.snapshot(), encoding.snapshot())
+            })
+            if (cut) {
+              assert.deepStrictEqual(
+                deferring.fail("api_error", "cut"),
+                encoding.fail("api_error", "cut"),
+                "the in-band error ending is the encoder's, in the state every event left it"
+              )
+            } else {
+              encoding.end()
+              deferring.end()
+            }
+            assert.deepStrictEqual(deferring.snapshot(), encoding.snapshot())
+          }
+        ),
+        { numRuns: 100 }
+      )
+    })
+  }
+
+  it("counts what a long passed-through stream delivered past the deferral bound", () => {
+    const deferring = makeStreamTransducer({ ...options("openai", false), deferEncoding: true })
+    const chunk = {
+      data: { id: "c", model: "m", choices: [{ index: 0, delta: { content: "x" }, finish_reason: null }] }
+    }
+    for (let i = 0; i < DEFERRED_EVENTS * 3; i++) deferring.push(chunk)
+    assert.strictEqual(deferring.snapshot().delivered.text.length, DEFERRED_EVENTS * 3)
+  })
 })
