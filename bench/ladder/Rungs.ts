@@ -64,7 +64,11 @@ const COUNTERS_SQL = `SELECT
   (SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()),
   (SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname = 'api_keys_key_hash_key'),
   (SELECT coalesce(sum(coalesce(idx_scan, 0) + coalesce(seq_scan, 0)), 0) FROM pg_stat_user_tables
-    WHERE relname = 'alert_endpoints')`
+    WHERE relname = 'alert_endpoints'),
+  (SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint)`
+
+// What a request writes, table by table: rows inserted, updated (HOT or not) and deleted.
+const WRITES_SQL = `SELECT relname, n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables`
 
 const admin = async (origin: string, token: string, path: string, body: unknown) => {
   const response = await fetch(`${origin}${path}`, {
@@ -185,9 +189,21 @@ models:
     postgresCpu: () => (db === undefined ? 0 : postgresBackends(db).reduce((sum, pid) => sum + cpuMicros(pid), 0)),
     dbCounters: async () => {
       if (db === undefined) return undefined
-      const [transactions, keyLookups, alertLookups] = psql(COUNTERS_SQL, db).trim().split("|").map(Number)
-      // Counts include the transaction of every earlier call of this query (not this one's, still open).
-      return { transactions: transactions ?? 0, keyLookups: keyLookups ?? 0, alertLookups: alertLookups ?? 0 }
+      const [transactions, keyLookups, alertLookups, walBytes] = psql(COUNTERS_SQL, db).trim().split("|").map(Number)
+      const writes = psql(WRITES_SQL, db)
+        .trim()
+        .split("\n")
+        .map((line) => line.split("|"))
+        .map(([table, rows]) => [`rows:${table}`, Number(rows)] as const)
+      // Counts include the transaction of every earlier call of this query (not this one's, still open). The WAL
+      // position is the cluster's: other databases' writes count too (none on a quiet bench host).
+      return {
+        transactions: transactions ?? 0,
+        keyLookups: keyLookups ?? 0,
+        alertLookups: alertLookups ?? 0,
+        walBytes: walBytes ?? 0,
+        ...Object.fromEntries(writes)
+      }
     },
     stop: async () => {
       await gateway.stop()

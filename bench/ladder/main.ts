@@ -16,7 +16,8 @@
  *
  * Last, the first byte of a streamed reply whose upstream thinks 50 ms before its own (the mock's `mock-think`), at one
  * connection, through the rung and straight to the mock in alternating rounds: what the rung adds to the first byte
- * (the hold is meant to commit while the vendor thinks).
+ * (the hold is meant to commit while the vendor thinks); then a whole non-streamed call to the same thinking upstream,
+ * the same way (what the rung adds around a wait, stream or not).
  *
  *   npm run bench -- ladder [--rungs floor,effect,memory,postgres,pglite] [--seconds 10] [--connections 32]
  *                           [--sequential 1000] [--warmup-seconds 3] [--idle-seconds 5] [--think-requests 200]
@@ -93,29 +94,33 @@ const streamed = (model: string, authorization: string | undefined) => ({
   headers: { "content-type": "application/json", ...(authorization === undefined ? {} : { authorization }) }
 })
 
-/** First byte through the rung and straight from the mock, `thinkRequests` each, in ten alternating rounds. */
-const thinkingFirstByte = async (server: RungServer) => {
+/**
+ * After the upstream thought 50 ms (the mock's `mock-think`), through the rung and straight from the mock,
+ * `thinkRequests` each in ten alternating rounds: a stream's first byte, and a whole non-streamed call (the same wait
+ * without the stream: what the gateway adds to either is its own work around the wait).
+ */
+const afterThinking = async (server: RungServer, stream: boolean) => {
   const through: Array<number> = []
   const straight: Array<number> = []
   const round = Math.max(1, Math.round(thinkRequests / 10))
   const median = (values: Array<number>) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+  const call = (origin: string, model: string, authorization: string | undefined) =>
+    generator.run<SequentialResult>({
+      kind: "sequential",
+      origin,
+      request: stream
+        ? streamed(model, authorization)
+        : {
+            ...request({ ...server, model }),
+            headers: { "content-type": "application/json", ...(authorization === undefined ? {} : { authorization }) }
+          },
+      count: round,
+      firstByte: stream
+    })
+  const measure = (result: SequentialResult) => (stream ? result.firstByte?.p50 : result.latency.p50) ?? Number.NaN
   for (let i = 0; i < 10; i++) {
-    const viaMock = await generator.run<SequentialResult>({
-      kind: "sequential",
-      origin: mockOrigin,
-      request: streamed("mock-think", undefined),
-      count: round,
-      firstByte: true
-    })
-    const viaRung = await generator.run<SequentialResult>({
-      kind: "sequential",
-      origin: server.origin,
-      request: streamed(server.thinkingModel, server.keys[0]),
-      count: round,
-      firstByte: true
-    })
-    straight.push(viaMock.firstByte?.p50 ?? Number.NaN)
-    through.push(viaRung.firstByte?.p50 ?? Number.NaN)
+    straight.push(measure(await call(mockOrigin, "mock-think", undefined)))
+    through.push(measure(await call(server.origin, server.thinkingModel, server.keys[0])))
   }
   // The median of the rounds' medians, each side (the method of the public gateway benchmark cited in issue 29).
   const directP50 = median(straight)
@@ -189,7 +194,8 @@ for (const rung of rungs) {
   const one = await measured(server, () =>
     generator.run<SequentialResult>({ kind: "sequential", origin: server.origin, request: req, count: sequentialCount })
   )
-  const think = thinkRequests > 0 ? await thinkingFirstByte(server) : undefined
+  const think = thinkRequests > 0 ? await afterThinking(server, true) : undefined
+  const thinkWhole = thinkRequests > 0 ? await afterThinking(server, false) : undefined
   const n = load.result.requests
   const per = (value: number | undefined, count: number) => (value === undefined ? undefined : value / count)
   const row = {
@@ -205,6 +211,16 @@ for (const rung of rungs) {
     transactionsPerRequest: per(load.counters?.transactions, n),
     keyLookupsPerRequest: per(load.counters?.keyLookups, n),
     alertLookupsPerRequest: per(load.counters?.alertLookups, n),
+    walBytesPerRequest: per(load.counters?.walBytes, n),
+    // Rows written per request, by table (inserted + updated + deleted), the tables written at all.
+    rowsPerRequest:
+      load.counters === undefined
+        ? undefined
+        : Object.fromEntries(
+            Object.entries(load.counters)
+              .filter(([name, rows]) => name.startsWith("rows:") && rows > 0)
+              .map(([name, rows]) => [name.slice(5), Math.round((rows / n) * 1000) / 1000])
+          ),
     peakRssMb: load.peak / 1e6,
     non200: n - (load.result.statuses["200"] ?? 0) + load.result.errors,
     oneConnection: {
@@ -219,7 +235,8 @@ for (const rung of rungs) {
       alertLookupsPerRequest: per(one.counters?.alertLookups, sequentialCount),
       non200: sequentialCount - (one.result.statuses["200"] ?? 0) + one.result.errors
     },
-    thinkingFirstByte: think
+    thinkingFirstByte: think,
+    thinkingWholeCall: thinkWhole
   }
   rows.push(row)
   console.log(JSON.stringify(row))
@@ -233,7 +250,7 @@ const floor = rows.find((row) => row.rung === "floor")
 const f = (value: unknown, digits = 0) =>
   typeof value === "number" && Number.isFinite(value) ? value.toFixed(digits) : "—"
 const header =
-  "| rung | req/s | CPU µs/req | × floor CPU | +pg µs/req | xact/req | key/req | alert/req | 1-conn p50 ms (added) | 1-conn CPU µs/req (+pg) | first byte after 50 ms ms (added) | idle CPU ms/s (+pg) | idle RSS MB | peak RSS MB | ready ms |"
+  "| rung | req/s | CPU µs/req | × floor CPU | +pg µs/req | xact/req | key/req | alert/req | 1-conn p50 ms (added) | 1-conn CPU µs/req (+pg) | first byte after 50 ms ms (added) | whole call after 50 ms ms (added) | WAL B/req | idle CPU ms/s (+pg) | idle RSS MB | peak RSS MB | ready ms |"
 console.log(
   `\n${header}\n|${header
     .split("|")
@@ -244,12 +261,14 @@ console.log(
 for (const row of rows) {
   const one = row.oneConnection as Record<string, number | undefined>
   const think = row.thinkingFirstByte as Record<string, number> | undefined
+  const thinkWhole = row.thinkingWholeCall as Record<string, number> | undefined
   const ratio = floor === undefined ? undefined : (row.cpuUsPerRequest as number) / (floor.cpuUsPerRequest as number)
   console.log(
     `| ${row.rung} | ${f(row.rps)} | ${f(row.cpuUsPerRequest)} | ${f(ratio, 1)} | ${f(row.postgresCpuUsPerRequest)} | ` +
       `${f(row.transactionsPerRequest, 2)} | ${f(row.keyLookupsPerRequest, 3)} | ${f(row.alertLookupsPerRequest, 3)} | ` +
       `${f(one.p50, 2)} (${f(one.addedP50, 2)}) | ${f(one.cpuUsPerRequest)} (${f(one.postgresCpuUsPerRequest)}) | ` +
-      `${f(think?.p50, 2)} (${f(think?.addedP50, 2)}) | ` +
+      `${f(think?.p50, 2)} (${f(think?.addedP50, 2)}) | ${f(thinkWhole?.p50, 2)} (${f(thinkWhole?.addedP50, 2)}) | ` +
+      `${f(row.walBytesPerRequest)} | ` +
       `${f(row.idleCpuMsPerS, 1)} (${f(row.idlePostgresCpuMsPerS, 1)}) | ${f(row.idleRssMb)} | ${f(row.peakRssMb)} | ${f(row.readyMs)} |`
   )
 }
