@@ -56,6 +56,16 @@ const UNPLANNABLE: VendorLineResult = { _tag: "Errored", status: 400, message: "
  */
 const vendorId = (tag: string, line: number) => `${tag}-${line}`
 
+/** One round of a batch's vendor lines: the batch as last read, its key, its input lines, and how a line commits. */
+interface Round {
+  readonly state: BatchState
+  readonly key: AuthenticatedKey
+  readonly inputs: ReadonlyArray<InputLine>
+  readonly commit: Commit
+  /** Orders the round's line starts and finishes (BatchCommits.ts). */
+  readonly lock: Semaphore.Semaphore
+}
+
 export const makeVendorLines = (context: VendorContext) => {
   const { vendor, commits, services } = context
   const lastPoll = new Map<string, number>()
@@ -74,14 +84,7 @@ export const makeVendorLines = (context: VendorContext) => {
     planLine(services, state.endpoint as LineEndpoint, key, input.body, lineRequestId(state.batchId, input.line))
 
   /** The group's lines as the vendor takes them; lines that can no longer be planned end failed, released. */
-  const vendorLinesOf = (
-    state: BatchState,
-    key: AuthenticatedKey,
-    group: VendorGroup,
-    inputs: ReadonlyArray<InputLine>,
-    target: VendorTarget,
-    commit: Commit
-  ) =>
+  const vendorLinesOf = ({ state, key, inputs, commit }: Round, group: VendorGroup, target: VendorTarget) =>
     Effect.gen(function* () {
       const out: Array<VendorLine> = []
       for (const line of group.lines) {
@@ -101,14 +104,9 @@ export const makeVendorLines = (context: VendorContext) => {
     })
 
   /** Plans, holds and records new groups of the pending lines bound for a vendor. */
-  const recordNewGroups = (
-    state: BatchState,
-    key: AuthenticatedKey,
-    inputs: ReadonlyArray<InputLine>,
-    commit: Commit,
-    lock: Semaphore.Semaphore
-  ) =>
+  const recordNewGroups = (round: Round) =>
     Effect.gen(function* () {
+      const { state, key, inputs, commit } = round
       const grouped = vendorLines(state)
       const byUpstream = new Map<string, Array<number>>()
       const candidates = pendingLines(state)
@@ -125,7 +123,7 @@ export const makeVendorLines = (context: VendorContext) => {
                 status: planned.failure.status,
                 error: { code: planned.failure.code, message: planned.failure.message }
               }
-            : yield* startLine(state, key, input, planned.success, target, lock)
+            : yield* startLine(round, input, planned.success, target)
         if (refusal === "started")
           byUpstream.set(target.upstream.name, [...(byUpstream.get(target.upstream.name) ?? []), line])
         else if (refusal !== "taken") {
@@ -150,14 +148,7 @@ export const makeVendorLines = (context: VendorContext) => {
     })
 
   /** Places the line's hold (unless an earlier run did); "taken" when another run started it first. */
-  const startLine = (
-    state: BatchState,
-    key: AuthenticatedKey,
-    input: InputLine,
-    planned: LinePlan,
-    target: VendorTarget,
-    lock: Semaphore.Semaphore
-  ) =>
+  const startLine = ({ state, key, lock }: Round, input: InputLine, planned: LinePlan, target: VendorTarget) =>
     Effect.gen(function* () {
       const refused = vendor?.refusal(
         {
@@ -184,19 +175,14 @@ export const makeVendorLines = (context: VendorContext) => {
     })
 
   /** One group: submitted (or found) and recorded, polled, its results committed. True while it is still out. */
-  const advanceGroup = (
-    state: BatchState,
-    key: AuthenticatedKey,
-    group: VendorGroup,
-    inputs: ReadonlyArray<InputLine>,
-    commit: Commit
-  ) =>
+  const advanceGroup = (round: Round, group: VendorGroup) =>
     Effect.gen(function* () {
+      const { state } = round
       const upstream = upstreamNamed(group.upstream)
       if (vendor === undefined || upstream === undefined) {
         // The operator took the upstream (or its batch API) out of the config: its lines can no longer be read back.
         const gone: VendorLineResult = { _tag: "Errored", status: 502, message: "its vendor upstream is gone" }
-        return yield* Effect.as(finishAll(state, key, group, inputs, gone, commit), false)
+        return yield* Effect.as(finishAll(round, group, gone), false)
       }
       // A group's vendor calls (its submission, a retry of one that failed, a poll) at most once per `pollMillis`;
       // a cancellation goes at once (and is polled with it).
@@ -206,7 +192,7 @@ export const makeVendorLines = (context: VendorContext) => {
         state.status !== "in_progress" && group.vendorBatchId !== null && !cancelSent.has(group.vendorBatchId)
       if (!cancelDue && last !== undefined && nowMs - last < context.pollMillis) return true
       lastPoll.set(group.tag, nowMs)
-      const vendorBatchId = yield* recordedId(state, key, group, inputs, upstream, commit)
+      const vendorBatchId = yield* recordedId(round, group, upstream)
       if (vendorBatchId === undefined) return false
       if (group.vendorBatchId === null && state.status === "in_progress") return true
       if (state.status !== "in_progress" && !cancelSent.has(vendorBatchId)) {
@@ -215,19 +201,16 @@ export const makeVendorLines = (context: VendorContext) => {
       }
       const polled = yield* vendor.poll(upstream, vendorBatchId)
       if (polled._tag === "Pending") return true
-      yield* finishAll(state, key, group, inputs, polled.missing, commit, polled.results)
+      yield* finishAll(round, group, polled.missing, polled.results)
       lastPoll.delete(group.tag)
       return false
     })
 
   /** Commits each unfinished line of the group: its result in `results`, else `missing`. */
   const finishAll = (
-    state: BatchState,
-    key: AuthenticatedKey,
+    { state, key, inputs, commit }: Round,
     group: VendorGroup,
-    inputs: ReadonlyArray<InputLine>,
     missing: VendorLineResult,
-    commit: Commit,
     results: ReadonlyMap<string, VendorLineResult> = new Map()
   ) =>
     Effect.forEach(
@@ -242,29 +225,22 @@ export const makeVendorLines = (context: VendorContext) => {
     )
 
   /** The group's vendor batch id: recorded, found at the vendor, or from a submission now (then recorded). */
-  const recordedId = (
-    state: BatchState,
-    key: AuthenticatedKey,
-    group: VendorGroup,
-    inputs: ReadonlyArray<InputLine>,
-    upstream: UpstreamConfig,
-    commit: Commit
-  ) =>
+  const recordedId = (round: Round, group: VendorGroup, upstream: UpstreamConfig) =>
     Effect.gen(function* () {
+      const { state } = round
       if (group.vendorBatchId !== null || vendor === undefined) return group.vendorBatchId ?? undefined
       const found = unsent.delete(group.tag)
         ? undefined
         : yield* vendor.find(upstream, group.tag, group.lines.length, new Date(group.submittingAt))
       // Cancelled before the vendor had it: nothing there to wait for (the batch's end releases the holds).
       if (found === undefined && state.status !== "in_progress") return undefined
-      const submitted =
-        found === undefined ? yield* Effect.result(submitGroup(state, key, group, inputs, upstream, commit)) : undefined
+      const submitted = found === undefined ? yield* Effect.result(submitGroup(round, group, upstream)) : undefined
       if (submitted?._tag === "Failure") {
         const failure = submitted.failure
         if (failure._tag !== "VendorBatchFailed" || !failure.refused) return yield* Effect.fail(failure)
         // The vendor will not take it (a 4xx): its lines end errored, their holds released, rather than wait a day.
         const refused = { _tag: "Errored", status: 400, message: failure.message } as const
-        yield* finishAll(state, key, group, inputs, refused, commit)
+        yield* finishAll(round, group, refused)
         return undefined
       }
       const id = found ?? submitted?.success
@@ -277,17 +253,10 @@ export const makeVendorLines = (context: VendorContext) => {
       return id
     })
 
-  const submitGroup = (
-    state: BatchState,
-    key: AuthenticatedKey,
-    group: VendorGroup,
-    inputs: ReadonlyArray<InputLine>,
-    upstream: UpstreamConfig,
-    commit: Commit
-  ) =>
+  const submitGroup = (round: Round, group: VendorGroup, upstream: UpstreamConfig) =>
     Effect.gen(function* () {
-      const target = targetOf(state, inputs[group.lines[0] ?? -1])
-      const lines = yield* vendorLinesOf(state, key, group, inputs, target ?? { upstream, upstreamModel: "" }, commit)
+      const target = targetOf(round.state, round.inputs[group.lines[0] ?? -1])
+      const lines = yield* vendorLinesOf(round, group, target ?? { upstream, upstreamModel: "" })
       if (lines.length === 0 || vendor === undefined) return undefined
       return yield* vendor.submit(upstream, group.tag, lines)
     })
@@ -301,14 +270,15 @@ export const makeVendorLines = (context: VendorContext) => {
     Effect.gen(function* () {
       const lock = yield* Semaphore.make(1)
       const commit = countingTokens(commits.finish(state.batchId, lock), context.recordTokens, key.keyId)
+      const round: Round = { state, key, inputs, commit, lock }
       let latest = state
       if (vendor !== undefined && state.status === "in_progress") {
-        yield* recordNewGroups(state, key, inputs, commit, lock)
+        yield* recordNewGroups(round)
         latest = (yield* context.load(state.batchId)) ?? state
       }
       let open = false
       for (const group of openGroups(latest)) {
-        const out = yield* advanceGroup(latest, key, group, inputs, commit).pipe(
+        const out = yield* advanceGroup({ ...round, state: latest }, group).pipe(
           Effect.catchTag("VendorBatchFailed", (error) =>
             Effect.as(Effect.logWarning("a vendor batch call failed", error.message), true)
           )
