@@ -1,13 +1,15 @@
 /**
  * What the batch suites that move the clock by days share (BatchExpiry, VendorBatchExpiry): the gateway's services on
- * the embedded store with every loop that would run on each jump parked, and an account with money and a key.
+ * the embedded store with every loop that would run on each jump parked, an account with money and a key, and a chat
+ * batch of a few lines submitted with it.
  */
 import { Effect, Redacted } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { servicesLayer } from "../../src/AppLayer.ts"
-import type { BatchWorkerOptions } from "../../src/app/batch/Batches.ts"
+import { Batches, type BatchWorkerOptions } from "../../src/app/batch/Batches.ts"
+import type { AuthenticatedKey } from "../../src/app/Keys.ts"
 import { Keys } from "../../src/app/Keys.ts"
 import { Ledger } from "../../src/app/Ledger.ts"
 import { parseDecimal } from "../../src/domain/Money.ts"
@@ -46,3 +48,25 @@ export const batchCustomer = Effect.gen(function* () {
   })
   return { accountId: account.id, key: { keyId: created.id, accountId: account.id, models: null, spendLimit: null } }
 })
+
+/** Line `i` of a chat-completions batch on `model`: custom id `l<i>`, a one-sentence prompt, 16 tokens at most. */
+export const chatLine = (model: string) => (i: number) =>
+  JSON.stringify({
+    custom_id: `l${i}`,
+    method: "POST",
+    url: "/v1/chat/completions",
+    body: { model, messages: [{ role: "user", content: `Line ${i}.` }], max_tokens: 16 }
+  })
+
+/** A chat-completions batch with a 24-hour window over the uploaded file `inputFileId`, submitted with `key`. */
+export const submitChatBatch = (key: AuthenticatedKey, inputFileId: string) =>
+  Effect.gen(function* () {
+    return yield* (yield* Batches).submit({
+      key,
+      inputFileId,
+      endpoint: "/v1/chat/completions",
+      completionWindow: "24h",
+      metadata: null,
+      requestId: "req_test"
+    })
+  })

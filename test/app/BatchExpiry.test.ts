@@ -10,19 +10,11 @@ import { SqlClient } from "effect/sql"
 import { Batches } from "../../src/app/batch/Batches.ts"
 import { fileObject } from "../../src/http/FilesApi.ts"
 import { messageBatchResults } from "../../src/http/MessageBatchView.ts"
-import { batchCustomer, clockMovedServices } from "./BatchClockHarness.ts"
+import { batchCustomer, chatLine, clockMovedServices, submitChatBatch } from "./BatchClockHarness.ts"
 
 const services = () => clockMovedServices({ configPath: undefined, batches: { chunk: 1, concurrency: 1 } })
 
-const line = (i: number) =>
-  JSON.stringify({
-    custom_id: `l${i}`,
-    method: "POST",
-    url: "/v1/chat/completions",
-    body: { model: "sim-openai", messages: [{ role: "user", content: `Line ${i}.` }], max_tokens: 16 }
-  })
-
-const customer = batchCustomer
+const line = chatLine("sim-openai")
 
 const DAY_SECONDS = 86_400
 
@@ -32,7 +24,7 @@ describe("batch file retention", () => {
     () =>
       Effect.gen(function* () {
         const batches = yield* Batches
-        const { accountId, key } = yield* customer
+        const { accountId, key } = yield* batchCustomer
         const upload = (filename: string, expiresAfterSeconds?: number) =>
           batches.createFile(accountId, {
             purpose: "batch",
@@ -47,14 +39,7 @@ describe("batch file retention", () => {
         const unix = (date: Date | null) => (date === null ? null : Math.floor(date.getTime() / 1000))
         assert.strictEqual(unix(kept.expires_at), (unix(kept.created_at) ?? 0) + 30 * DAY_SECONDS)
         assert.strictEqual(fileObject(unused).expires_at, (unix(unused.created_at) ?? 0) + 3_600)
-        const batch = yield* batches.submit({
-          key,
-          inputFileId: input.id,
-          endpoint: "/v1/chat/completions",
-          completionWindow: "24h",
-          metadata: null,
-          requestId: "req_test"
-        })
+        const batch = yield* submitChatBatch(key, input.id)
         assert.deepStrictEqual(yield* batches.runDue, { claimed: 1, ended: 0, expiredFiles: 0 })
 
         // Two hours on: both hour-long files are gone for the client at once, before any sweep.
@@ -92,20 +77,13 @@ describe("batch expiry", () => {
     () =>
       Effect.gen(function* () {
         const batches = yield* Batches
-        const { accountId, key } = yield* customer
+        const { accountId, key } = yield* batchCustomer
         const file = yield* batches.createFile(accountId, {
           purpose: "batch",
           filename: "in.jsonl",
           content: [0, 1, 2, 3].map(line).join("\n")
         })
-        const submitted = yield* batches.submit({
-          key,
-          inputFileId: file.id,
-          endpoint: "/v1/chat/completions",
-          completionWindow: "24h",
-          metadata: null,
-          requestId: "req_test"
-        })
+        const submitted = yield* submitChatBatch(key, file.id)
         assert.strictEqual(submitted.status, "validating")
         yield* batches.runDue
         const running = yield* batches.get(accountId, submitted.id)

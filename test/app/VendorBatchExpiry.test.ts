@@ -12,15 +12,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { startSimulator } from "../../src/adapters/simulator/SimulatorServer.ts"
 import { Batches } from "../../src/app/batch/Batches.ts"
-import { batchCustomer, clockMovedServices } from "./BatchClockHarness.ts"
+import { batchCustomer, chatLine, clockMovedServices, submitChatBatch } from "./BatchClockHarness.ts"
 
-const line = (i: number) =>
-  JSON.stringify({
-    custom_id: `l${i}`,
-    method: "POST",
-    url: "/v1/chat/completions",
-    body: { model: "vendor-openai", messages: [{ role: "user", content: `Line ${i}.` }], max_tokens: 16 }
-  })
+const line = chatLine("vendor-openai")
 
 // A vendor whose batches take an hour of real time: they are still out when the gateway's clock passes a day.
 const simulator = Effect.acquireRelease(
@@ -56,14 +50,7 @@ describe("vendor batch expiry", () => {
             filename: "in.jsonl",
             content: [0, 1, 2].map(line).join("\n")
           })
-          const submitted = yield* batches.submit({
-            key,
-            inputFileId: file.id,
-            endpoint: "/v1/chat/completions",
-            completionWindow: "24h",
-            metadata: null,
-            requestId: "req_test"
-          })
+          const submitted = yield* submitChatBatch(key, file.id)
           yield* batches.runDue
           const posts = (path: RegExp) => sim.calls().filter((c) => c.method === "POST" && path.test(c.path)).length
           assert.strictEqual(posts(/^\/v1\/batches$/), 1)
