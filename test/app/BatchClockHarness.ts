@@ -58,8 +58,11 @@ export const chatLine = (model: string) => (i: number) =>
     body: { model, messages: [{ role: "user", content: `Line ${i}.` }], max_tokens: 16 }
   })
 
-/** A chat-completions batch with a 24-hour window over the uploaded file `inputFileId`, submitted with `key`. */
-export const submitChatBatch = (key: AuthenticatedKey, inputFileId: string) =>
+/**
+ * A chat-completions batch with a 24-hour window over the uploaded file `inputFileId`, submitted with `key` through the
+ * Batches service (test/http/batches/BatchChecks.ts `submitChatBatch` goes through the HTTP API).
+ */
+export const submitWithKey = (key: AuthenticatedKey, inputFileId: string) =>
   Effect.gen(function* () {
     return yield* (yield* Batches).submit({
       key,

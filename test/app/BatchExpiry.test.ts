@@ -10,7 +10,7 @@ import { SqlClient } from "effect/sql"
 import { Batches } from "../../src/app/batch/Batches.ts"
 import { fileObject } from "../../src/http/FilesApi.ts"
 import { messageBatchResults } from "../../src/http/MessageBatchView.ts"
-import { batchCustomer, chatLine, clockMovedServices, submitChatBatch } from "./BatchClockHarness.ts"
+import { batchCustomer, chatLine, clockMovedServices, submitWithKey } from "./BatchClockHarness.ts"
 
 const services = () => clockMovedServices({ configPath: undefined, batches: { chunk: 1, concurrency: 1 } })
 
@@ -39,7 +39,7 @@ describe("batch file retention", () => {
         const unix = (date: Date | null) => (date === null ? null : Math.floor(date.getTime() / 1000))
         assert.strictEqual(unix(kept.expires_at), (unix(kept.created_at) ?? 0) + 30 * DAY_SECONDS)
         assert.strictEqual(fileObject(unused).expires_at, (unix(unused.created_at) ?? 0) + 3_600)
-        const batch = yield* submitChatBatch(key, input.id)
+        const batch = yield* submitWithKey(key, input.id)
         assert.deepStrictEqual(yield* batches.runDue, { claimed: 1, ended: 0, expiredFiles: 0 })
 
         // Two hours on: both hour-long files are gone for the client at once, before any sweep.
@@ -83,7 +83,7 @@ describe("batch expiry", () => {
           filename: "in.jsonl",
           content: [0, 1, 2, 3].map(line).join("\n")
         })
-        const submitted = yield* submitChatBatch(key, file.id)
+        const submitted = yield* submitWithKey(key, file.id)
         assert.strictEqual(submitted.status, "validating")
         yield* batches.runDue
         const running = yield* batches.get(accountId, submitted.id)

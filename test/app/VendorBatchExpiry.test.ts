@@ -12,7 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { startSimulator } from "../../src/adapters/simulator/SimulatorServer.ts"
 import { Batches } from "../../src/app/batch/Batches.ts"
-import { batchCustomer, chatLine, clockMovedServices, submitChatBatch } from "./BatchClockHarness.ts"
+import { batchCustomer, chatLine, clockMovedServices, submitWithKey } from "./BatchClockHarness.ts"
 
 const line = chatLine("vendor-openai")
 
@@ -50,7 +50,7 @@ describe("vendor batch expiry", () => {
             filename: "in.jsonl",
             content: [0, 1, 2].map(line).join("\n")
           })
-          const submitted = yield* submitChatBatch(key, file.id)
+          const submitted = yield* submitWithKey(key, file.id)
           yield* batches.runDue
           const posts = (path: RegExp) => sim.calls().filter((c) => c.method === "POST" && path.test(c.path)).length
           assert.strictEqual(posts(/^\/v1\/batches$/), 1)
