@@ -14,6 +14,7 @@ import { join } from "node:path"
 import { Redacted } from "effect"
 import { Agent, request } from "undici"
 import { startSimulator } from "../src/adapters/simulator/SimulatorServer.ts"
+import { fundedKey } from "./suite/AdminCalls.ts"
 import { submitChatBatch, retrieveBatch } from "../test/http/batches/BatchChecks.ts"
 import { createPostgresDatabase } from "../test/support/TestDatabase.ts"
 import { startTestGateway } from "../test/support/TestGateway.ts"
@@ -56,19 +57,8 @@ const gateway = await startTestGateway({
   batches: { pollMillis: 100 },
   ...(postgres === undefined ? {} : { database: { kind: "postgres", url: Redacted.make(postgres.url) } })
 })
-const admin = (path: string, payload: unknown) =>
-  fetch(`${gateway.url}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${gateway.adminToken}`, "content-type": "application/json" },
-    body: JSON.stringify(payload)
-  }).then((r) => r.json() as Promise<Record<string, string>>)
-const customer = async (name: string) => {
-  const account = await admin("/admin/accounts", { name })
-  await admin(`/admin/accounts/${account.id}/deposits`, { amount: "1000", reference: name })
-  return (await admin(`/admin/accounts/${account.id}/keys`, { name })).key as string
-}
-const interactiveKey = await customer("interactive")
-const batchKey = await customer("batch")
+const interactiveKey = await fundedKey(gateway.url, gateway.adminToken, "interactive", "1000")
+const batchKey = await fundedKey(gateway.url, gateway.adminToken, "batch", "1000")
 
 const dispatcher = new Agent({ connections: 1, pipelining: 1 })
 const body = JSON.stringify({

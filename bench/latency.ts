@@ -7,6 +7,7 @@
  */
 import { Agent, request } from "undici"
 import { startSimulator } from "../src/adapters/simulator/SimulatorServer.ts"
+import { fundedKey } from "./suite/AdminCalls.ts"
 import { startTestGateway } from "../test/support/TestGateway.ts"
 
 const arg = (name: string, fallback: number) => {
@@ -39,15 +40,7 @@ const time = async (url: string, headers: Record<string, string>, count: number)
 
 const simulator = await startSimulator({})
 const gateway = await startTestGateway()
-const admin = (path: string, payload: unknown) =>
-  fetch(`${gateway.url}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${gateway.adminToken}`, "content-type": "application/json" },
-    body: JSON.stringify(payload)
-  }).then((r) => r.json() as Promise<Record<string, string>>)
-const account = await admin("/admin/accounts", { name: "latency" })
-await admin(`/admin/accounts/${account.id}/deposits`, { amount: "1000", reference: "bench" })
-const key = (await admin(`/admin/accounts/${account.id}/keys`, { name: "bench" })).key
+const key = await fundedKey(gateway.url, gateway.adminToken, "latency", "1000")
 
 const direct = {
   url: `${simulator.baseUrl}/v1/chat/completions`,

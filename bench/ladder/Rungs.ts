@@ -18,6 +18,7 @@ import {
   startedGateway,
   waitFor
 } from "../suite/Processes.ts"
+import { fundedKey } from "../suite/AdminCalls.ts"
 
 export type Rung = "floor" | "effect" | "memory" | "postgres" | "pglite"
 
@@ -69,17 +70,6 @@ const COUNTERS_SQL = `SELECT
 
 // What a request writes, table by table: rows inserted, updated (HOT or not) and deleted.
 const WRITES_SQL = `SELECT relname, n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables`
-
-const admin = async (origin: string, token: string, path: string, body: unknown) => {
-  const response = await fetch(`${origin}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify(body)
-  })
-  const text = await response.text()
-  if (response.status >= 300) throw new Error(`${path}: HTTP ${response.status} ${text}`)
-  return JSON.parse(text) as Record<string, unknown>
-}
 
 const databases = new Set<string>()
 process.on("exit", () => {
@@ -167,14 +157,7 @@ models:
   const readyMs = Date.now() - started
   const keys: Array<string> = []
   for (let i = 0; i < options.keys; i++) {
-    const account = await admin(origin, adminToken, "/admin/accounts", { name: `ladder-${i}` })
-    await admin(origin, adminToken, `/admin/accounts/${account.id}/deposits`, {
-      amount: "100000",
-      reference: `ladder-${i}`
-    })
-    keys.push(
-      `Bearer ${String((await admin(origin, adminToken, `/admin/accounts/${account.id}/keys`, { name: `k${i}` })).key)}`
-    )
+    keys.push(`Bearer ${await fundedKey(origin, adminToken, `ladder-${i}`, "100000")}`)
   }
   const db = database
   return {

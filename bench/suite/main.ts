@@ -31,6 +31,7 @@ import {
   startedGateway,
   waitFor
 } from "./Processes.ts"
+import { adminPost, fundedKey } from "./AdminCalls.ts"
 
 const argv = process.argv.slice(process.argv[2] === "suite" ? 3 : 2)
 const flag = (name: string) => argv.includes(`--${name}`)
@@ -169,22 +170,7 @@ process.on("exit", () => {
 const psql = (sql: string) =>
   execFileSync("psql", [postgresBase, "-v", "ON_ERROR_STOP=1", "-qc", sql], { stdio: "pipe" })
 
-const admin = async (origin: string, path: string, body?: unknown) => {
-  const response = await fetch(`${origin}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${adminToken}`, ...json },
-    body: body === undefined ? undefined : JSON.stringify(body)
-  })
-  const text = await response.text()
-  if (response.status >= 300) throw new Error(`${path}: HTTP ${response.status} ${text}`)
-  return JSON.parse(text) as Record<string, unknown>
-}
-
-const fundedKey = async (origin: string, name: string) => {
-  const account = await admin(origin, "/admin/accounts", { name })
-  await admin(origin, `/admin/accounts/${account.id}/deposits`, { amount: "100000", reference: `bench-${name}` })
-  return String((await admin(origin, `/admin/accounts/${account.id}/keys`, { name: `${name}-key` })).key)
-}
+const fundedKeyOf = (origin: string, name: string) => fundedKey(origin, adminToken, name, "100000")
 
 const start = async (target: Target): Promise<Server | undefined> => {
   const port = await freePort()
@@ -235,8 +221,8 @@ const start = async (target: Target): Promise<Server | undefined> => {
     `gateway (${target}); see ${logFile}`
   )
   const keys: Array<string> = []
-  for (let i = 0; i < CONNECTIONS; i++) keys.push(`Bearer ${await fundedKey(origin, `bench-${i}`)}`)
-  const hotKey = `Bearer ${await fundedKey(origin, "bench-hot")}`
+  for (let i = 0; i < CONNECTIONS; i++) keys.push(`Bearer ${await fundedKeyOf(origin, `bench-${i}`)}`)
+  const hotKey = `Bearer ${await fundedKeyOf(origin, "bench-hot")}`
   return { target, origin, process: gateway, loopDelayFile, ...(database ? { database } : {}), keys, hotKey }
 }
 
@@ -525,7 +511,7 @@ for (const target of targets) {
     }
   }
   if (target !== "floor") {
-    const replay = await admin(server.origin, "/admin/replay").catch((error: unknown) => ({
+    const replay = await adminPost(server.origin, adminToken, "/admin/replay").catch((error: unknown) => ({
       ok: false,
       error: String(error)
     }))
