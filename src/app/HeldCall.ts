@@ -4,7 +4,7 @@
  * failure or interruption releases the whole hold, a plugin failure becomes `UpstreamFailed` — and leave settlement
  * to the caller, which knows the usage.
  */
-import { Clock, Effect, Exit, Fiber } from "effect"
+import { Clock, Effect, Exit } from "effect"
 import type { RefundReason } from "../domain/ledger/LedgerEvent.ts"
 import type { PluginFailure, PluginModel } from "../plugins/ModelPlugin.ts"
 import { Deployments, type RouteHint } from "./routing/Deployments.ts"
@@ -130,14 +130,14 @@ export const callUnderHold = <A, R>(
         )
         return { hold: held, reply }
       }
-      const fiber = yield* Effect.forkChild(calling, { startImmediately: true })
+      // Placing a lingering hold only queues it (it never waits), so the call runs on this fiber right after: a
+      // refusal, decided while the call runs, aborts it through the signal.
       let refused = false
       const pending = yield* ledger.placeHoldLingering(hold, () => {
         refused = true
         abort.abort()
       })
-      const reply = yield* restore(Fiber.join(fiber)).pipe(
-        Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+      const reply = yield* calling.pipe(
         Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : pending.abandon(releaseReason(exit)))),
         Effect.mapError(upstreamFailed),
         // A call stopped because its hold was refused fails with the refusal.
