@@ -2,9 +2,11 @@
  * A hold whose call has already started, written as late as is safe so that a short call's hold and settlement share
  * one transaction. Why: a request is two ledger commits (the hold, then the settlement), and when the upstream
  * answers before the hold's commit is even needed, the second commit is pure latency. Here the hold waits in its
- * writer shard (LingeringCommand) until the shard commits its next batch anyway, until the hold's settlement arrives
- * (then both go in one batch, the hold decided first), or until the linger time is up — so under load nothing waits
- * longer than it did, and one request at a time costs one commit instead of two.
+ * writer shard (LingeringCommand) until the hold's settlement arrives (then both go in one batch, the hold decided
+ * first), until another command of its account comes (which must be decided after it), until the reply needs it
+ * committed (a stream's first byte), or until the linger time is up. A short call then costs one commit instead of
+ * two, one request at a time and under load alike: its hold is written once, already resolved, and its account's
+ * row, stream head and key once (bench/README.md, "Lingering until the settlement").
  *
  * What does not change: nothing reaches the client before its hold is committed (`settleDelivered` and `committed`
  * fail, and the reply is not delivered, unless the hold was accepted), and a delivered reply's settlement commits or

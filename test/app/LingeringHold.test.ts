@@ -42,8 +42,8 @@ const servicesWith = <E, R>(storeLayer: Layer.Layer<SqlClient.SqlClient, E, R>, 
   ).pipe(Layer.provideMerge(storeLayer))
 
 for (const { target, storeLayer } of availableStores("LingeringHold")) {
-  // One shard, so that "the shard's next batch" is any other command; a linger long enough never to run out here
-  // unless a test waits for it.
+  // One shard, so that every account's commands share one writer; a linger long enough never to run out here unless
+  // a test waits for it.
   const services = servicesWith(storeLayer, { shards: 1, holdLingerMillis: 300 })
 
   layer(services, { timeout: "60 seconds", excludeTestServices: true })(`lingering holds on ${target.name}`, (it) => {
@@ -97,7 +97,68 @@ for (const { target, storeLayer } of availableStores("LingeringHold")) {
       })
     )
 
-    it.effect("the hold goes with the next command of its shard, ahead of it", () =>
+    it.effect("other accounts' commands leave the hold waiting for its settlement: both commit in one batch", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const accountId = yield* funded("quiet-account", "10")
+        const otherId = yield* funded("busy-neighbour", "10")
+        const pending = yield* ledger.placeHoldLingering(holdInput(accountId, "2", "req-quiet"))
+        // The one shard commits the other account's hold and settlement meanwhile.
+        const { holdId } = yield* ledger.placeHold(holdInput(otherId, "1", "req-neighbour"))
+        yield* ledger.settle(otherId, holdId, usd("0.5"), { inputTokens: 1, outputTokens: 1 })
+        assert.deepStrictEqual(yield* eventsOf(otherId), ["HoldPlaced", "UsageRecalculated", "RefundIssued"])
+        assert.deepStrictEqual(yield* eventsOf(accountId), [], "still waiting")
+        const before = ledger.writerStats()
+        yield* pending.settleDelivered(usd("0.5"), { inputTokens: 10, outputTokens: 5 })
+        const after = ledger.writerStats()
+        assert.strictEqual(after.batches - before.batches, 1)
+        assert.strictEqual(after.commands - before.commands, 2)
+        assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced", "UsageRecalculated", "RefundIssued"])
+        yield* verified
+      })
+    )
+
+    it.effect("each hold waits its own linger time, not the one of a hold placed before it", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const earlyId = yield* funded("early-call", "10")
+        const lateId = yield* funded("late-call", "10")
+        const early = yield* ledger.placeHoldLingering(holdInput(earlyId, "1", "req-early"))
+        yield* Effect.sleep("150 millis")
+        const late = yield* ledger.placeHoldLingering(holdInput(lateId, "1", "req-late"))
+        // Written when its 300 ms are up (polled), while the later hold still has ~150 ms to wait.
+        while ((yield* eventsOf(earlyId)).length === 0) yield* Effect.sleep("10 millis")
+        assert.deepStrictEqual(yield* eventsOf(lateId), [], "the later hold still waits")
+        yield* late.committed
+        assert.deepStrictEqual(yield* eventsOf(lateId), ["HoldPlaced"])
+        yield* early.settleDelivered(usd("0.1"), { inputTokens: 1, outputTokens: 1 })
+        yield* late.settleDelivered(usd("0.1"), { inputTokens: 1, outputTokens: 1 })
+        yield* verified
+      })
+    )
+
+    it.effect("at most one hold of an account lingers: its next hold sends the earlier one on", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const accountId = yield* funded("two-calls", "3")
+        const first = yield* ledger.placeHoldLingering(holdInput(accountId, "2", "req-first"))
+        let refused = 0
+        const second = yield* ledger.placeHoldLingering(holdInput(accountId, "2", "req-second"), () => {
+          refused += 1
+        })
+        // The first is decided without waiting for its settlement, so the second's refusal is known at once.
+        yield* first.committed
+        assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced"])
+        const error = yield* Effect.flip(second.committed)
+        assert.strictEqual(error._tag === "LedgerRejected" && error.reason, "InsufficientBalance")
+        assert.strictEqual(refused, 1)
+        yield* first.settleDelivered(usd("1"), { inputTokens: 1, outputTokens: 1 })
+        assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced", "UsageRecalculated", "RefundIssued"])
+        yield* verified
+      })
+    )
+
+    it.effect("the hold goes with the next command of its account, ahead of it", () =>
       Effect.gen(function* () {
         const ledger = yield* Ledger
         const accountId = yield* funded("busy-shard", "3")
@@ -164,12 +225,12 @@ for (const { target, storeLayer } of availableStores("LingeringHold batch size")
   const services = servicesWith(storeLayer, { shards: 1, maxBatch: 2, holdLingerMillis: 300 })
 
   layer(services, { timeout: "60 seconds", excludeTestServices: true })(`lingering holds on ${target.name}`, (it) => {
-    it.effect("a batch that takes lingering holds along still takes no more than maxBatch commands", () =>
+    it.effect("holds sent on by their account's next hold queue behind the deposit, maxBatch commands a batch", () =>
       Effect.gen(function* () {
         const ledger = yield* Ledger
         const accountId = yield* funded("many-holds", "10")
         const before = ledger.writerStats()
-        // The deposit is queued first; the holds linger behind it before the writer takes it.
+        // The deposit is queued first; each hold sends the one before it on, behind the deposit, and the last lingers.
         const deposit = yield* Effect.forkChild(ledger.deposit(accountId, usd("1"), "more-funds"), {
           startImmediately: true
         })
@@ -177,11 +238,11 @@ for (const { target, storeLayer } of availableStores("LingeringHold batch size")
           ledger.placeHoldLingering(holdInput(accountId, "1", `req-${id}`))
         )
         yield* Fiber.join(deposit)
-        assert.strictEqual(ledger.writerStats().commands - before.commands, 2, "the deposit and one hold")
+        assert.strictEqual(ledger.writerStats().commands - before.commands, 2, "the deposit and hold a")
         yield* Effect.forEach(holds, (hold) => hold.committed)
         const after = ledger.writerStats()
         assert.strictEqual(after.commands - before.commands, 4)
-        assert.strictEqual(after.batches - before.batches, 2)
+        assert.strictEqual(after.batches - before.batches, 3, "[deposit, a], [b], then c when asked for")
         assert.strictEqual((yield* (yield* Accounts).get(accountId)).held, usd("3"))
         yield* verified
       })

@@ -30,6 +30,12 @@ const shardOf = (accountId: string, shards: number): number => {
   return Math.abs(hash) % shards
 }
 
+/** A lingering command and when its linger time is up (ms since the epoch). */
+interface Lingering {
+  readonly pending: Pending
+  readonly until: number
+}
+
 export const layer = (
   options: Pick<LedgerOptions, "shards" | "maxBatch" | "holdLingerMillis">
 ): Layer.Layer<LedgerWriter, never, SqlClient.SqlClient> =>
@@ -72,24 +78,47 @@ export const layer = (
           Effect.uninterruptible
         )
 
-      // Lingering commands wait in their shard's `lingering` list. Every command is newer than all those queued
-      // before it, and a submit moves its shard's lingering commands into the queue ahead of itself, so the queue
-      // stays in submission order; a batch that took everything queued takes the lingering ones too (after it), up to
-      // `maxBatch` in all (the rest wait for the next batch or their timer).
+      // A lingering command waits in its shard's `lingering` map until its own follower (a hold's settlement or
+      // release) is submitted, until any other command of its account is, or until its linger time is up: then it
+      // goes into the queue, ahead of whatever of its account comes next. Commands of one account therefore reach the
+      // queue in submission order (the decider's order); other accounts' commands, decided apart, do not move it. At
+      // most one command of an account lingers at a time (the next one of the account sends it on its way), so the
+      // map is keyed by account, and its insertion order is the order in which linger times run out.
       const shards = queues.map((queue) => ({
         queue,
-        lingering: [] as Array<Pending>,
+        lingering: new Map<string, Lingering>(),
         timer: undefined as ReturnType<typeof setTimeout> | undefined
       }))
       type Shard = (typeof shards)[number]
-      const release = (shard: Shard, behind?: Pending) => {
-        if (shard.lingering.length === 0) {
+      /** Queues the account's lingering command (if any), then `behind`, in one offer (so in one batch if they fit). */
+      const release = (shard: Shard, accountId: string, behind?: Pending) => {
+        const lingering = shard.lingering.get(accountId)
+        if (lingering === undefined) {
           if (behind !== undefined) Queue.offerUnsafe(shard.queue, behind)
           return
         }
-        const moved = shard.lingering.splice(0)
-        if (behind !== undefined) moved.push(behind)
-        Queue.offerAllUnsafe(shard.queue, moved)
+        shard.lingering.delete(accountId)
+        Queue.offerAllUnsafe(shard.queue, behind === undefined ? [lingering.pending] : [lingering.pending, behind])
+      }
+      /** Queues the commands whose linger time is up, and waits for the next one's. */
+      const releaseDue = (shard: Shard) => {
+        shard.timer = undefined
+        const now = Date.now()
+        const due: Array<Pending> = []
+        for (const [accountId, lingering] of shard.lingering) {
+          if (lingering.until > now) break
+          shard.lingering.delete(accountId)
+          due.push(lingering.pending)
+        }
+        if (due.length > 0) Queue.offerAllUnsafe(shard.queue, due)
+        arm(shard)
+      }
+      const arm = (shard: Shard) => {
+        if (shard.timer !== undefined) return
+        for (const first of shard.lingering.values()) {
+          shard.timer = setTimeout(() => releaseDue(shard), Math.max(0, first.until - Date.now()))
+          return
+        }
       }
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
@@ -99,13 +128,7 @@ export const layer = (
 
       for (const shard of shards) {
         yield* Queue.takeBetween(shard.queue, 1, options.maxBatch).pipe(
-          Effect.flatMap((taken) =>
-            runBatch(
-              taken.length < options.maxBatch && shard.lingering.length > 0
-                ? [...taken, ...shard.lingering.splice(0, options.maxBatch - taken.length)]
-                : taken
-            )
-          ),
+          Effect.flatMap(runBatch),
           Effect.forever,
           Effect.forkScoped
         )
@@ -128,7 +151,7 @@ export const layer = (
       const submit = (command: LedgerCommand, metadata: Record<string, unknown>, companion: Companion | undefined) =>
         Effect.suspend(() => {
           const pending = pendingOf(command, metadata, companion)
-          release(shardFor(command), pending)
+          release(shardFor(command), command.accountId, pending)
           return Deferred.await(pending.done)
         })
 
@@ -140,24 +163,21 @@ export const layer = (
         Effect.sync((): LingeringCommand => {
           const pending = pendingOf(command, metadata, undefined, onDecided)
           const shard = shardFor(command)
-          shard.lingering.push(pending)
-          if (shard.timer === undefined) {
-            shard.timer = setTimeout(() => {
-              shard.timer = undefined
-              release(shard)
-            }, options.holdLingerMillis)
-          }
-          const waiting = () => shard.lingering.indexOf(pending)
+          const { accountId } = command
+          release(shard, accountId)
+          shard.lingering.set(accountId, { pending, until: Date.now() + options.holdLingerMillis })
+          arm(shard)
+          const waiting = () => shard.lingering.get(accountId)?.pending === pending
           return {
             outcome: Deferred.await(pending.done),
             flush: Effect.sync(() => {
-              if (waiting() >= 0) release(shard)
+              if (waiting()) release(shard, accountId)
             }),
             followWith: (next, nextMetadata) =>
               Effect.sync(() => {
-                if (waiting() < 0) return undefined
+                if (!waiting()) return undefined
                 const follower = pendingOf(next, nextMetadata)
-                release(shard, follower)
+                release(shard, accountId, follower)
                 return Deferred.await(follower.done)
               })
           }

@@ -43,8 +43,9 @@ export interface WriterStatsSnapshot {
 
 /**
  * A hold submitted to wait briefly before it is written (`submitLingering`), so that a short call's settlement can
- * share its transaction. It is written with the next batch its shard commits anyway, right before the next command
- * submitted to its shard, or alone once the linger time is up — whichever comes first.
+ * share its transaction. It is written with its own follower (`followWith`), right before the next command of its
+ * account, when asked (`flush`), or once its linger time is up — whichever comes first. Other accounts' commands do
+ * not move it: they are decided apart.
  */
 export interface LingeringCommand {
   /** The command's outcome once it is decided and committed. */
