@@ -87,7 +87,8 @@ export class ChatGateway extends Context.Service<
                 signal
               })
             ),
-          abort
+          abort,
+          plan.request.stream
         )
         const created = Math.floor((yield* Clock.currentTimeMillis) / 1000)
         return reply._tag === "Body"

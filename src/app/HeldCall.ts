@@ -112,7 +112,9 @@ export const callUnderHold = <A, R>(
   ledger: Ledger["Service"],
   hold: PlaceHoldInput,
   call: (signal: AbortSignal) => Effect.Effect<A, PluginFailure, R>,
-  abort: AbortController = new AbortController()
+  abort: AbortController = new AbortController(),
+  /** A streamed reply's hold commits before its first byte anyway: it need not wait for its settlement. */
+  streamed = false
 ): Effect.Effect<
   { readonly hold: CallHold; readonly reply: A },
   UpstreamFailed | LedgerRejected | StoreUnavailable | StoreRefused,
@@ -133,10 +135,14 @@ export const callUnderHold = <A, R>(
       // Placing a lingering hold only queues it (it never waits), so the call runs on this fiber right after: a
       // refusal, decided while the call runs, aborts it through the signal.
       let refused = false
-      const pending = yield* ledger.placeHoldLingering(hold, () => {
-        refused = true
-        abort.abort()
-      })
+      const pending = yield* ledger.placeHoldLingering(
+        hold,
+        () => {
+          refused = true
+          abort.abort()
+        },
+        streamed ? "next-batch" : "follower"
+      )
       const reply = yield* calling.pipe(
         Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : pending.abandon(releaseReason(exit)))),
         Effect.mapError(upstreamFailed),

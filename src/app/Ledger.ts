@@ -18,7 +18,13 @@ import { describeRejection, type LedgerRejected, toLedgerError } from "./LedgerE
 import { type StoreRefused, StoreUnavailable, StreamVersionConflict } from "./StoreErrors.ts"
 import { type HoldSweepOptions, makeHoldSweep } from "./HoldSweep.ts"
 import { LiveHolds, type Progress } from "./LiveHolds.ts"
-import { type BatchOutcome, type Companion, LedgerWriter, type WriterStatsSnapshot } from "./ports/LedgerWriter.ts"
+import {
+  type BatchOutcome,
+  type Companion,
+  LedgerWriter,
+  type LingerUntil,
+  type WriterStatsSnapshot
+} from "./ports/LedgerWriter.ts"
 import { makeResolutionRetries } from "./ResolutionRetries.ts"
 import {
   holdCommand as holdCommandFor,
@@ -74,7 +80,11 @@ export class Ledger extends Context.Service<
      * waits and never fails; `onRefused` is called the moment the hold is refused, so that the call it was to pay for
      * can stop.
      */
-    readonly placeHoldLingering: (input: PlaceHoldInput, onRefused?: () => void) => Effect.Effect<PendingHold>
+    readonly placeHoldLingering: (
+      input: PlaceHoldInput,
+      onRefused?: () => void,
+      until?: LingerUntil
+    ) => Effect.Effect<PendingHold>
     readonly settle: (
       accountId: string,
       holdId: string,
@@ -265,15 +275,20 @@ export class Ledger extends Context.Service<
           traced("Ledger.settleDelivered")
         )
 
-        const placeHoldLingering = Effect.fnUntraced(function* (input: PlaceHoldInput, onRefused?: () => void) {
+        const placeHoldLingering = Effect.fnUntraced(function* (
+          input: PlaceHoldInput,
+          onRefused?: () => void,
+          until?: LingerUntil
+        ) {
           const nowMs = yield* Clock.currentTimeMillis
           const hold = holdCommand(input, nowMs)
-          const lingering = yield* writer.submitLingering(hold.command, hold.metadata, (outcome) => {
+          const onDecided = (outcome: BatchOutcome | StoreUnavailable | StoreRefused) => {
             if (outcome._tag === "Rejected") onRefused?.()
             // In use by its request from the moment it commits, whenever that is (renewed, never swept, until
             // resolved), as a hold placed with `placeHold`.
             if (outcome._tag === "Accepted" && hold.expiresAt !== null) live.add(hold.holdId, input.accountId, nowMs)
-          })
+          }
+          const lingering = yield* writer.submitLingering(hold.command, hold.metadata, onDecided, until)
           return makePendingHold({ writer, retries, ended, release, settleDelivered, nowIso }, hold.command, lingering)
         })
 

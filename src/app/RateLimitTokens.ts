@@ -35,8 +35,8 @@ export const layer = Layer.effect(
           })
         ),
       // A lingering hold's settlement knows its key already.
-      placeHoldLingering: (input, onRefused) =>
-        Effect.map(ledger.placeHoldLingering(input, onRefused), (pending) => ({
+      placeHoldLingering: (input, onRefused, until) =>
+        Effect.map(ledger.placeHoldLingering(input, onRefused, until), (pending) => ({
           ...pending,
           settleDelivered: (cost, usage) =>
             Effect.tap(pending.settleDelivered(cost, usage), () => {

@@ -118,6 +118,29 @@ for (const { target, storeLayer } of availableStores("LingeringHold")) {
       })
     )
 
+    it.effect("a stream's hold rides its shard's next batch, behind what was queued, whoever's it is", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const accountId = yield* funded("streaming", "10")
+        const otherId = yield* funded("neighbour", "10")
+        const pending = yield* ledger.placeHoldLingering(
+          holdInput(accountId, "2", "req-stream"),
+          undefined,
+          "next-batch"
+        )
+        const before = ledger.writerStats()
+        yield* ledger.placeHold(holdInput(otherId, "1", "req-other"))
+        const after = ledger.writerStats()
+        assert.strictEqual(after.batches - before.batches, 1)
+        assert.strictEqual(after.commands - before.commands, 2, "the other account's hold, and this one riding along")
+        assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced"])
+        yield* pending.committed
+        yield* pending.settleDelivered(usd("1"), { inputTokens: 1, outputTokens: 1 })
+        assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced", "UsageRecalculated", "RefundIssued"])
+        yield* verified
+      })
+    )
+
     it.effect("each hold waits its own linger time, not the one of a hold placed before it", () =>
       Effect.gen(function* () {
         const ledger = yield* Ledger
@@ -244,6 +267,26 @@ for (const { target, storeLayer } of availableStores("LingeringHold batch size")
         assert.strictEqual(after.commands - before.commands, 4)
         assert.strictEqual(after.batches - before.batches, 3, "[deposit, a], [b], then c when asked for")
         assert.strictEqual((yield* (yield* Accounts).get(accountId)).held, usd("3"))
+        yield* verified
+      })
+    )
+
+    it.effect("holds riding the next batch fill it up to maxBatch commands, the rest wait for the next", () =>
+      Effect.gen(function* () {
+        const ledger = yield* Ledger
+        const depositTo = yield* funded("riders-deposit", "10")
+        const accounts = yield* Effect.forEach(["x", "y", "z"], (id) => funded(`rider-${id}`, "10"))
+        const before = ledger.writerStats()
+        const deposit = yield* Effect.forkChild(ledger.deposit(depositTo, usd("1"), "rider-funds"), {
+          startImmediately: true
+        })
+        const holds = yield* Effect.forEach(accounts, (accountId, i) =>
+          ledger.placeHoldLingering(holdInput(accountId, "1", `req-rider-${i}`), undefined, "next-batch")
+        )
+        yield* Fiber.join(deposit)
+        assert.strictEqual(ledger.writerStats().commands - before.commands, 2, "the deposit and one rider")
+        yield* Effect.forEach(holds, (hold) => hold.committed)
+        assert.strictEqual(ledger.writerStats().commands - before.commands, 4)
         yield* verified
       })
     )

@@ -10,7 +10,13 @@ import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import type { StoreHealth } from "../../app/LiveHolds.ts"
 import { Ledger, type LedgerOptions } from "../../app/Ledger.ts"
-import { type BatchOutcome, type Companion, LedgerWriter, type LingeringCommand } from "../../app/ports/LedgerWriter.ts"
+import {
+  type BatchOutcome,
+  type Companion,
+  LedgerWriter,
+  type LingeringCommand,
+  type LingerUntil
+} from "../../app/ports/LedgerWriter.ts"
 import { StoreRefused, StoreUnavailable } from "../../app/StoreErrors.ts"
 import type { LedgerCommand } from "../../domain/ledger/LedgerState.ts"
 import { commitIsolated, type ItemResult, KnownAccounts, WriterStats } from "./LedgerStore.ts"
@@ -30,10 +36,11 @@ const shardOf = (accountId: string, shards: number): number => {
   return Math.abs(hash) % shards
 }
 
-/** A lingering command and when its linger time is up (ms since the epoch). */
+/** A lingering command, when its linger time is up (ms since the epoch), and whether it rides the next batch. */
 interface Lingering {
   readonly pending: Pending
   readonly until: number
+  readonly nextBatch: boolean
 }
 
 export const layer = (
@@ -83,10 +90,13 @@ export const layer = (
       // goes into the queue, ahead of whatever of its account comes next. Commands of one account therefore reach the
       // queue in submission order (the decider's order); other accounts' commands, decided apart, do not move it. At
       // most one command of an account lingers at a time (the next one of the account sends it on its way), so the
-      // map is keyed by account, and its insertion order is the order in which linger times run out.
+      // map is keyed by account, and its insertion order is the order in which linger times run out. A command
+      // lingering until the `"next-batch"` also goes, after what was queued, with the next batch its shard takes.
       const shards = queues.map((queue) => ({
         queue,
         lingering: new Map<string, Lingering>(),
+        /** How many of `lingering` ride the next batch. */
+        riders: 0,
         timer: undefined as ReturnType<typeof setTimeout> | undefined
       }))
       type Shard = (typeof shards)[number]
@@ -97,7 +107,7 @@ export const layer = (
           if (behind !== undefined) Queue.offerUnsafe(shard.queue, behind)
           return
         }
-        shard.lingering.delete(accountId)
+        forget(shard, accountId, lingering)
         Queue.offerAllUnsafe(shard.queue, behind === undefined ? [lingering.pending] : [lingering.pending, behind])
       }
       /** Queues the commands whose linger time is up, and waits for the next one's. */
@@ -107,11 +117,27 @@ export const layer = (
         const due: Array<Pending> = []
         for (const [accountId, lingering] of shard.lingering) {
           if (lingering.until > now) break
-          shard.lingering.delete(accountId)
+          forget(shard, accountId, lingering)
           due.push(lingering.pending)
         }
         if (due.length > 0) Queue.offerAllUnsafe(shard.queue, due)
         arm(shard)
+      }
+      const forget = (shard: Shard, accountId: string, lingering: Lingering) => {
+        shard.lingering.delete(accountId)
+        if (lingering.nextBatch) shard.riders -= 1
+      }
+      /** The batch the writer took, and after it the commands riding along, up to `maxBatch` in all. */
+      const withRiders = (shard: Shard, taken: ReadonlyArray<Pending>): ReadonlyArray<Pending> => {
+        if (shard.riders === 0 || taken.length >= options.maxBatch) return taken
+        const batch = [...taken]
+        for (const [accountId, lingering] of shard.lingering) {
+          if (batch.length >= options.maxBatch) break
+          if (!lingering.nextBatch) continue
+          forget(shard, accountId, lingering)
+          batch.push(lingering.pending)
+        }
+        return batch
       }
       const arm = (shard: Shard) => {
         if (shard.timer !== undefined) return
@@ -128,7 +154,7 @@ export const layer = (
 
       for (const shard of shards) {
         yield* Queue.takeBetween(shard.queue, 1, options.maxBatch).pipe(
-          Effect.flatMap(runBatch),
+          Effect.flatMap((taken) => runBatch(withRiders(shard, taken))),
           Effect.forever,
           Effect.forkScoped
         )
@@ -158,14 +184,17 @@ export const layer = (
       const submitLingering = (
         command: LedgerCommand,
         metadata: Record<string, unknown>,
-        onDecided?: Pending["onDecided"]
+        onDecided?: Pending["onDecided"],
+        until: LingerUntil = "follower"
       ) =>
         Effect.sync((): LingeringCommand => {
           const pending = pendingOf(command, metadata, undefined, onDecided)
           const shard = shardFor(command)
           const { accountId } = command
           release(shard, accountId)
-          shard.lingering.set(accountId, { pending, until: Date.now() + options.holdLingerMillis })
+          const nextBatch = until === "next-batch"
+          shard.lingering.set(accountId, { pending, until: Date.now() + options.holdLingerMillis, nextBatch })
+          if (nextBatch) shard.riders += 1
           arm(shard)
           const waiting = () => shard.lingering.get(accountId)?.pending === pending
           return {

@@ -38,8 +38,8 @@ export const layer = Layer.effect(
     return Ledger.of({
       ...ledger,
       placeHold: (input) => Effect.tapError(ledger.placeHold(input), spendLimitReached(input)),
-      placeHoldLingering: (input, onRefused) =>
-        Effect.map(ledger.placeHoldLingering(input, onRefused), (pending) => ({
+      placeHoldLingering: (input, onRefused, until) =>
+        Effect.map(ledger.placeHoldLingering(input, onRefused, until), (pending) => ({
           ...pending,
           committed: Effect.tapError(pending.committed, spendLimitReached(input)),
           settleDelivered: (cost, usage) =>

@@ -42,10 +42,17 @@ export interface WriterStatsSnapshot {
 }
 
 /**
+ * How far a lingering command may wait (see LingeringCommand). `"follower"`: for its own follower, so that a whole
+ * reply's hold and settlement are written as one. `"next-batch"`: also goes with whatever its shard commits next — a
+ * stream's hold, which must commit before the stream's first byte anyway and gains nothing from waiting longer.
+ */
+export type LingerUntil = "follower" | "next-batch"
+
+/**
  * A hold submitted to wait briefly before it is written (`submitLingering`), so that a short call's settlement can
  * share its transaction. It is written with its own follower (`followWith`), right before the next command of its
- * account, when asked (`flush`), or once its linger time is up — whichever comes first. Other accounts' commands do
- * not move it: they are decided apart.
+ * account, when asked (`flush`), or once its linger time is up — whichever comes first; with `"next-batch"`, also
+ * with its shard's next batch. Other accounts' commands do not move it otherwise: they are decided apart.
  */
 export interface LingeringCommand {
   /** The command's outcome once it is decided and committed. */
@@ -102,7 +109,8 @@ export class LedgerWriter extends Context.Service<
     readonly submitLingering: (
       command: LedgerCommand,
       metadata: Record<string, unknown>,
-      onDecided?: (outcome: BatchOutcome | StoreUnavailable | StoreRefused) => void
+      onDecided?: (outcome: BatchOutcome | StoreUnavailable | StoreRefused) => void,
+      until?: LingerUntil
     ) => Effect.Effect<LingeringCommand>
     /** The account as this instance last committed it; undefined when it has not. */
     readonly knownState: (accountId: string) => AccountState | undefined
