@@ -75,10 +75,11 @@ export class Ledger extends Context.Service<
       LedgerRejected | StoreUnavailable | StoreRefused
     >
     /**
-     * A hold for a call that starts at once (see `likelyAccepted`), written as late as is safe: with its shard's next
-     * batch, with its own settlement, or after `holdLingerMillis` (see LingeringHold.ts). Only queued here: never
-     * waits and never fails; `onRefused` is called the moment the hold is refused, so that the call it was to pay for
-     * can stop.
+     * A hold for a call that starts at once (see `likelyAccepted`), written as late as is safe: with its own
+     * settlement, before its account's next command, when committed is asked for, after `holdLingerMillis`, and with
+     * `until: "next-batch"` (a stream's) also with its shard's next batch (see LingeringHold.ts). Only queued here:
+     * never waits and never fails; `onRefused` is called the moment the hold is refused, so that the call it was to
+     * pay for can stop.
      */
     readonly placeHoldLingering: (
       input: PlaceHoldInput,

@@ -4,9 +4,10 @@
  * answers before the hold's commit is even needed, the second commit is pure latency. Here the hold waits in its
  * writer shard (LingeringCommand) until the hold's settlement arrives (then both go in one batch, the hold decided
  * first), until another command of its account comes (which must be decided after it), until the reply needs it
- * committed (a stream's first byte), or until the linger time is up. A short call then costs one commit instead of
- * two, one request at a time and under load alike: its hold is written once, already resolved, and its account's
- * row, stream head and key once (bench/README.md, "Lingering until the settlement").
+ * committed (a stream's first byte), or until the linger time is up. A short call for a whole reply then costs one
+ * commit instead of two, one request at a time and under load alike: its hold is written once, already resolved, and
+ * its account's row, stream head and key once (bench/README.md, "Lingering until the settlement"). A stream's hold
+ * also rides its shard's next batch (`"next-batch"`): it must commit before the first byte anyway.
  *
  * What does not change: nothing reaches the client before its hold is committed (`settleDelivered` and `committed`
  * fail, and the reply is not delivered, unless the hold was accepted), and a delivered reply's settlement commits or
