@@ -1,0 +1,127 @@
+/**
+ * Effect steps and fibers per request (issue 29), counted, not timed: the in-memory ladder rung's bundle
+ * (dist/ladder-memory, or `--script`) copied with two counters patched into Effect's runtime — one in the fiber's run
+ * loop, by primitive (`Success`, `Suspend`, `Iterator`, …), one in the fiber constructor — then driven with chat
+ * requests one connection at a time. The counts are exact and the same on a busy host, so a change to the request path
+ * shows its steps before its CPU can be told from noise.
+ *
+ *   npm run bench -- steps [--requests 2000] [--stream] [--script <main.js of a memory-rung build>]
+ *
+ * The patch looks for two lines of Effect's runtime (`this.currentOpCount++;` and the fiber constructor's
+ * `recordFiberStart`) and for how a primitive names itself (`makePrimitiveProto`), and stops with an error if this
+ * version of `effect` lacks any of them.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join, resolve } from "node:path"
+import { Pool } from "undici"
+import { compiled, freePort, here, killAll, spawnNode, waitFor } from "../suite/Processes.ts"
+import { startRung, uptime } from "./Rungs.ts"
+
+const argv = process.argv.slice(process.argv[2] === "steps" ? 3 : 2)
+const option = (name: string) => {
+  const index = argv.indexOf(`--${name}`)
+  return index === -1 ? undefined : argv[index + 1]
+}
+const requests = Number(option("requests") ?? 2000)
+const streamed = argv.includes("--stream")
+const script = resolve(option("script") ?? compiled("dist/ladder-memory", "bench/ladder/MemoryLedgerGateway.ts"))
+
+const STEP = "this.currentOpCount++;"
+const FIBER = "this.cache.runtimeMetrics?.recordFiberStart(this.context);"
+const counts = (file: string) =>
+  `;(() => { const counts = { fibers: 0, steps: {} }; globalThis.__tollgateSteps = counts;
+process.on("SIGUSR2", () => require("node:fs").writeFileSync(${JSON.stringify(file)}, JSON.stringify(counts))) })();\n`
+
+/** The bundle with its runtime counting; written beside it, so that its imports resolve as the original's. */
+const instrumented = (countsFile: string): string => {
+  const text = readFileSync(script, "utf8")
+  if (!text.includes(STEP) || !text.includes(FIBER)) {
+    throw new Error(
+      `${script}: this version of effect's runtime has no ${JSON.stringify(STEP)} or fiber start to count`
+    )
+  }
+  // The symbol under which a primitive names itself (`op`), as this bundle spells it.
+  const op = /makePrimitiveProto\d* = \(options\d*\) => \(\{\s*\.\.\.EffectProto\d*,\s*\[(\w+)\]: options\d*\.op/.exec(
+    text
+  )?.[1]
+  if (op === undefined) throw new Error(`${script}: no makePrimitiveProto to read the primitives' names from`)
+  const patched = text
+    .replace(
+      STEP,
+      `${STEP} { const s = globalThis.__tollgateSteps.steps; const k = current?.[${op}] ?? current?._tag ?? "?"; s[k] = (s[k] ?? 0) + 1; }`
+    )
+    .replace(FIBER, `globalThis.__tollgateSteps.fibers++; ${FIBER}`)
+  // After the bundle's own banner (its imports must stay first); the counters exist before any fiber runs.
+  const out = join(dirname(script), "main.steps.js")
+  const firstImportEnd = patched.indexOf("\n", patched.indexOf("const require = "))
+  writeFileSync(out, `${patched.slice(0, firstImportEnd + 1)}${counts(countsFile)}${patched.slice(firstImportEnd + 1)}`)
+  return out
+}
+
+const runDir = mkdtempSync(join(tmpdir(), "tollgate-steps-"))
+const countsFile = join(runDir, "counts.json")
+process.env.BENCH_MEMORY_SCRIPT = instrumented(countsFile)
+const mockPort = await freePort()
+spawnNode(here("./MockUpstream.ts"), { env: { PORT: String(mockPort) }, logFile: join(runDir, "mock.log"), core: 0 })
+const mockOrigin = `http://127.0.0.1:${mockPort}`
+await waitFor((signal) => fetch(`${mockOrigin}/`, { signal }).then(() => true), 30, "mock upstream")
+const server = await startRung("memory", { runDir, mockOrigin, core: 0, keys: 1 })
+if (server === undefined) throw new Error("the in-memory rung did not start")
+
+const pool = new Pool(server.origin, { connections: 1 })
+const body = JSON.stringify({
+  model: server.model,
+  ...(streamed ? { stream: true, stream_options: { include_usage: true } } : {}),
+  messages: [{ role: "user", content: "Hello there, how are you today?" }],
+  max_tokens: 24
+})
+const send = async (count: number) => {
+  for (let i = 0; i < count; i++) {
+    const response = await pool.request({
+      method: "POST",
+      path: "/v1/chat/completions",
+      body,
+      headers: { "content-type": "application/json", authorization: server.keys[0] ?? "" }
+    })
+    await response.body.text()
+    if (response.statusCode !== 200) throw new Error(`status ${response.statusCode}`)
+  }
+}
+type Counts = { readonly fibers: number; readonly steps: Record<string, number> }
+const read = async (): Promise<Counts> => {
+  process.kill(server.pid, "SIGUSR2")
+  for (let i = 0; i < 100; i++) {
+    await new Promise((done) => setTimeout(done, 20))
+    try {
+      const counted = JSON.parse(readFileSync(countsFile, "utf8")) as Counts
+      writeFileSync(countsFile, "")
+      return counted
+    } catch {}
+  }
+  throw new Error("the gateway did not write its counts")
+}
+
+await send(200) // first requests: caches filled, code paths taken once
+const before = await read()
+await send(requests)
+const after = await read()
+await pool.close()
+await server.stop()
+killAll()
+
+const perRequest = (a: number, b: number) => (b - a) / requests
+const kinds = Object.keys(after.steps)
+  .map((kind) => [kind, perRequest(before.steps[kind] ?? 0, after.steps[kind] ?? 0)] as const)
+  .filter(([, n]) => n >= 0.05)
+  .sort((x, y) => y[1] - x[1])
+const total = kinds.reduce((sum, [, n]) => sum + n, 0)
+console.log(
+  `steps: ${requests} ${streamed ? "streamed" : "non-streamed"} chat requests on the in-memory rung (${script})`
+)
+console.log(
+  `per request: ${total.toFixed(1)} Effect steps, ${perRequest(before.fibers, after.fibers).toFixed(2)} fibers`
+)
+console.log(`by primitive: ${kinds.map(([kind, n]) => `${kind} ${n.toFixed(1)}`).join(", ")}`)
+console.log(`machine: ${uptime()}`)
+process.exit(0)
