@@ -30,14 +30,12 @@ import {
   cores,
   cpuMicros,
   forkGenerator,
-  freePort,
   here,
   killAll,
   pin,
   rssBytes,
   rssSampler,
-  spawnNode,
-  waitFor
+  startMockUpstream
 } from "../suite/Processes.ts"
 import { type Rung, type RungServer, startRung, uptime } from "./Rungs.ts"
 
@@ -60,14 +58,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 pin(process.pid, GENERATOR_CORE)
 const runDir = mkdtempSync(join(tmpdir(), "tollgate-ladder-"))
 process.on("exit", () => rmSync(runDir, { recursive: true, force: true }))
-const mockPort = await freePort()
-const mock = spawnNode(here("./MockUpstream.ts"), {
-  env: { PORT: String(mockPort) },
-  logFile: join(runDir, "mock.log"),
-  core: SERVER_CORE
-})
-const mockOrigin = `http://127.0.0.1:${mockPort}`
-await waitFor((signal) => fetch(`${mockOrigin}/`, { signal }).then(() => true), 30, "mock upstream")
+const { process: mock, origin: mockOrigin } = await startMockUpstream(runDir, SERVER_CORE)
 const generator = await forkGenerator(GENERATOR_CORE)
 const loads = [`start: ${uptime()}`]
 console.log(`ladder: ${seconds} s at ${connections} connections, ${sequentialCount} sequential; ${loads[0]}`)

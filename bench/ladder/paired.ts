@@ -15,7 +15,7 @@ import { mkdirSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import type { LoadResult } from "../suite/LoadGenerator.ts"
-import { cpuMicros, forkGenerator, freePort, here, killAll, pin, spawnNode, waitFor } from "../suite/Processes.ts"
+import { cpuMicros, forkGenerator, killAll, pin, startMockUpstream } from "../suite/Processes.ts"
 import { type Rung, type RungServer, startRung, uptime } from "./Rungs.ts"
 
 const argv = process.argv.slice(process.argv[2] === "paired" ? 3 : 2)
@@ -41,10 +41,7 @@ const streamed = argv.includes("--stream")
 
 pin(process.pid, 1)
 const runDir = mkdtempSync(join(tmpdir(), "tollgate-paired-"))
-const mockPort = await freePort()
-spawnNode(here("./MockUpstream.ts"), { env: { PORT: String(mockPort) }, logFile: join(runDir, "mock.log"), core: 0 })
-const mockOrigin = `http://127.0.0.1:${mockPort}`
-await waitFor((signal) => fetch(`${mockOrigin}/`, { signal }).then(() => true), 30, "mock upstream")
+const { origin: mockOrigin } = await startMockUpstream(runDir, 0)
 
 /** The rung with `script` in place of its usual build (the variables the ladder reads for before/after runs). */
 const start = async (script: string, side: string): Promise<RungServer> => {

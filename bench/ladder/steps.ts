@@ -15,7 +15,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { Pool } from "undici"
-import { compiled, freePort, here, killAll, spawnNode, waitFor } from "../suite/Processes.ts"
+import { compiled, killAll, startMockUpstream } from "../suite/Processes.ts"
 import { startRung, uptime } from "./Rungs.ts"
 
 const argv = process.argv.slice(process.argv[2] === "steps" ? 3 : 2)
@@ -62,10 +62,7 @@ const instrumented = (countsFile: string): string => {
 const runDir = mkdtempSync(join(tmpdir(), "tollgate-steps-"))
 const countsFile = join(runDir, "counts.json")
 process.env.BENCH_MEMORY_SCRIPT = instrumented(countsFile)
-const mockPort = await freePort()
-spawnNode(here("./MockUpstream.ts"), { env: { PORT: String(mockPort) }, logFile: join(runDir, "mock.log"), core: 0 })
-const mockOrigin = `http://127.0.0.1:${mockPort}`
-await waitFor((signal) => fetch(`${mockOrigin}/`, { signal }).then(() => true), 30, "mock upstream")
+const { origin: mockOrigin } = await startMockUpstream(runDir, 0)
 const server = await startRung("memory", { runDir, mockOrigin, core: 0, keys: 1 })
 if (server === undefined) throw new Error("the in-memory rung did not start")
 

@@ -5,6 +5,7 @@
 import { type ChildProcess, execFileSync, fork, spawn, spawnSync } from "node:child_process"
 import { openSync, readdirSync, readFileSync } from "node:fs"
 import { createServer } from "node:net"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const here = (file: string) => fileURLToPath(new URL(file, import.meta.url))
@@ -219,4 +220,20 @@ export const rssSampler = (pid: number) => {
       return { peak, samples }
     }
   }
+}
+
+/**
+ * The mock upstream (MockUpstream.ts, with `env` such as `MOCK_HOLD_MS`) on `core`, its log in `runDir`, once it
+ * answers: its process and origin.
+ */
+export const startMockUpstream = async (runDir: string, core: number, env: Record<string, string> = {}) => {
+  const port = await freePort()
+  const process = spawnNode(here("./MockUpstream.ts"), {
+    env: { PORT: String(port), ...env },
+    logFile: join(runDir, "mock.log"),
+    core
+  })
+  const origin = `http://127.0.0.1:${port}`
+  await waitFor((signal) => fetch(`${origin}/`, { signal }).then(() => true), 30, "mock upstream")
+  return { process, origin }
 }

@@ -29,6 +29,7 @@ import {
   type Spawned,
   spawnNode,
   startedGateway,
+  startMockUpstream,
   waitFor
 } from "./Processes.ts"
 import { adminPost, fundedKey } from "./AdminCalls.ts"
@@ -96,14 +97,9 @@ const uptime = () => {
 pin(process.pid, GENERATOR_CORE)
 
 // --- the mock upstream and the generator ------------------------------------------------------------------------
-const mockPort = await freePort()
-const mock = spawnNode(here("./MockUpstream.ts"), {
-  env: { PORT: String(mockPort), MOCK_HOLD_MS: String(holdMs) },
-  logFile: join(runDir, "mock.log"),
-  core: SERVER_CORE
+const { process: mock, origin: mockOrigin } = await startMockUpstream(runDir, SERVER_CORE, {
+  MOCK_HOLD_MS: String(holdMs)
 })
-const mockOrigin = `http://127.0.0.1:${mockPort}`
-await waitFor((signal) => fetch(`${mockOrigin}/`, { signal }).then(() => true), 30, "mock upstream")
 const generator = await forkGenerator(GENERATOR_CORE)
 console.log(
   `suite: ${quick ? "quick" : "full"} run, ${seconds} s per scenario (best of 2), cores ${cores}, ` +
