@@ -18,11 +18,9 @@ import { fundedKey } from "./suite/AdminCalls.ts"
 import { submitChatBatch, retrieveBatch } from "../test/http/batches/BatchChecks.ts"
 import { createPostgresDatabase } from "../test/support/TestDatabase.ts"
 import { startTestGateway } from "../test/support/TestGateway.ts"
+import { benchOptions } from "./Options.ts"
 
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : Number(process.argv[index + 1])
-}
+const { number: arg, flag } = benchOptions("batchdrain")
 const requests = arg("requests", 300)
 const lines = arg("lines", 2000)
 const slots = arg("slots", 8)
@@ -49,9 +47,8 @@ batches: { deploymentSharePercent: 50, concurrency: ${slots * 2} }
 `
 )
 const postgresUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
-if (process.argv.includes("--postgres") && postgresUrl === undefined)
-  throw new Error("--postgres: set BENCH_DATABASE_URL")
-const postgres = process.argv.includes("--postgres") ? await createPostgresDatabase(postgresUrl as string) : undefined
+if (flag("postgres") && postgresUrl === undefined) throw new Error("--postgres: set BENCH_DATABASE_URL")
+const postgres = flag("postgres") ? await createPostgresDatabase(postgresUrl as string) : undefined
 const gateway = await startTestGateway({
   configPath,
   batches: { pollMillis: 100 },

@@ -24,15 +24,12 @@ import { startSimulator } from "../src/adapters/simulator/SimulatorServer.ts"
 import { countText } from "../src/adapters/tokenizer/Tokenizer.ts"
 import { recordStream } from "../test/support/Sse.ts"
 import { freePort, type Spawned, spawnNode, waitFor } from "./suite/Processes.ts"
+import { benchOptions } from "./Options.ts"
 
-const argv = process.argv.slice(process.argv[2] === "faults" ? 3 : 2)
-const option = (name: string) => {
-  const index = argv.indexOf(`--${name}`)
-  return index === -1 ? undefined : argv[index + 1]
-}
+const { option, number } = benchOptions("faults")
 const scenarios = new Set((option("scenarios") ?? "poison,kill").split(","))
-const seconds = Number(option("seconds") ?? 10)
-const streamCount = Number(option("streams") ?? 16)
+const seconds = number("seconds", 10)
+const streamCount = number("streams", 16)
 const adminToken = `tga_bench_${randomBytes(16).toString("hex")}`
 const runDir = mkdtempSync(join(tmpdir(), "tollgate-faults-"))
 const postgresBase = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"

@@ -12,11 +12,11 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { cpuMicros, rssBytes } from "./suite/Processes.ts"
 import { startRung, uptime } from "./ladder/Rungs.ts"
+import { benchOptions } from "./Options.ts"
 
-const argv = process.argv.slice(process.argv[2] === "idle" ? 3 : 2)
-const index = argv.indexOf("--seconds")
-const seconds = index === -1 ? 30 : Number(argv[index + 1])
-const rung = argv.includes("--pglite") ? "pglite" : "postgres"
+const { number, flag } = benchOptions("idle")
+const seconds = number("seconds", 30)
+const rung = flag("pglite") ? "pglite" : "postgres"
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const runDir = mkdtempSync(join(tmpdir(), "tollgate-idle-"))

@@ -9,11 +9,9 @@ import { Agent, request } from "undici"
 import { startSimulator } from "../src/adapters/simulator/SimulatorServer.ts"
 import { fundedKey } from "./suite/AdminCalls.ts"
 import { startTestGateway } from "../test/support/TestGateway.ts"
+import { benchOptions } from "./Options.ts"
 
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : Number(process.argv[index + 1])
-}
+const { number: arg } = benchOptions("latency")
 const requests = arg("requests", 2000)
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>

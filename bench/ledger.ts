@@ -16,11 +16,9 @@ import { defaultLedgerOptions, Ledger } from "../src/app/Ledger.ts"
 import * as PgLedgerWriter from "../src/adapters/store/PgLedgerWriter.ts"
 import { Replay } from "../src/app/Replay.ts"
 import { freshPostgres } from "../test/support/TestDatabase.ts"
+import { benchOptions } from "./Options.ts"
 
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : Number(process.argv[index + 1])
-}
+const { number: arg, flag } = benchOptions("ledger")
 const seconds = arg("seconds", 10)
 const clients = arg("clients", 64)
 
@@ -74,7 +72,7 @@ const run = (label: string, store: ReturnType<typeof Database.layer>, shards: nu
   )
 
 const main = Effect.gen(function* () {
-  if (!process.argv.includes("--postgres-only")) {
+  if (!flag("postgres-only")) {
     const dir = mkdtempSync(join(tmpdir(), "tollgate-bench-"))
     yield* run("pglite (on disk)", Database.layer({ kind: "pglite", dataDir: join(dir, "pglite") }), 1)
     rmSync(dir, { recursive: true, force: true })

@@ -14,6 +14,7 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { startedGateway, waitFor } from "./suite/Processes.ts"
+import { benchOptions } from "./Options.ts"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -100,7 +101,7 @@ const withLoader = rssOf("", true)
 rows.push(["+ tsx loader (--import tsx)", withLoader, withLoader - bare])
 let code = ""
 let previous = withLoader
-const parts = process.argv.includes("--gateway-only") ? [] : allParts
+const parts = benchOptions("memory").flag("gateway-only") ? [] : allParts
 for (const part of parts) {
   code += `${part.code}\n`
   const rss = rssOf(code, true)

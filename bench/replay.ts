@@ -20,11 +20,9 @@ import * as Database from "../src/adapters/store/Database.ts"
 import { applyProjections, verifyProjections } from "../src/adapters/store/PgReplay.ts"
 import { formatMicros } from "../src/domain/Money.ts"
 import { freshPostgres } from "../test/support/TestDatabase.ts"
+import { benchOptions } from "./Options.ts"
 
-const arg = (name: string, fallback: number) => {
-  const index = process.argv.indexOf(`--${name}`)
-  return index === -1 ? fallback : Number(process.argv[index + 1])
-}
+const { number: arg, flag } = benchOptions("replay")
 const totalEvents = arg("events", 1_000_000)
 const accountCount = arg("accounts", 10_000)
 const pgliteEvents = arg("pglite-events", 100_000)
@@ -216,7 +214,7 @@ const main = Effect.gen(function* () {
   const url = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL
   if (url === undefined) console.log("postgres: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL)")
   else yield* run("postgres", freshPostgres(url), rounds(totalEvents))
-  if (!process.argv.includes("--postgres-only")) {
+  if (!flag("postgres-only")) {
     const dir = mkdtempSync(join(tmpdir(), "tollgate-bench-"))
     yield* run("pglite", Database.layer({ kind: "pglite", dataDir: join(dir, "pglite") }), rounds(pgliteEvents))
     rmSync(dir, { recursive: true, force: true })

@@ -38,19 +38,16 @@ import {
   startMockUpstream
 } from "../suite/Processes.ts"
 import { type Rung, type RungServer, startRung, uptime } from "./Rungs.ts"
+import { benchOptions } from "../Options.ts"
 
-const argv = process.argv.slice(process.argv[2] === "ladder" ? 3 : 2)
-const option = (name: string) => {
-  const index = argv.indexOf(`--${name}`)
-  return index === -1 ? undefined : argv[index + 1]
-}
+const { argv, option, number } = benchOptions("ladder")
 const rungs = (option("rungs") ?? "floor,effect,memory,postgres,pglite").split(",") as Array<Rung>
-const seconds = Number(option("seconds") ?? 10)
-const connections = Number(option("connections") ?? 32)
-const sequentialCount = Number(option("sequential") ?? 1000)
-const warmupSeconds = Number(option("warmup-seconds") ?? 3)
-const idleSeconds = Number(option("idle-seconds") ?? 5)
-const thinkRequests = Number(option("think-requests") ?? 200)
+const seconds = number("seconds", 10)
+const connections = number("connections", 32)
+const sequentialCount = number("sequential", 1000)
+const warmupSeconds = number("warmup-seconds", 3)
+const idleSeconds = number("idle-seconds", 5)
+const thinkRequests = number("think-requests", 200)
 const SERVER_CORE = 0
 const GENERATOR_CORE = cores > 1 ? 1 : 0
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))

@@ -17,12 +17,9 @@ import { join, resolve } from "node:path"
 import type { LoadResult } from "../suite/LoadGenerator.ts"
 import { cpuMicros, forkGenerator, killAll, pin, startMockUpstream } from "../suite/Processes.ts"
 import { type Rung, type RungServer, startRung, uptime } from "./Rungs.ts"
+import { benchOptions } from "../Options.ts"
 
-const argv = process.argv.slice(process.argv[2] === "paired" ? 3 : 2)
-const option = (name: string) => {
-  const index = argv.indexOf(`--${name}`)
-  return index === -1 ? undefined : argv[index + 1]
-}
+const { option, number, flag } = benchOptions("paired")
 const scriptA = option("a")
 const scriptB = option("b")
 if (scriptA === undefined || scriptB === undefined) {
@@ -34,10 +31,10 @@ if (rung !== "postgres" && rung !== "memory" && rung !== "pglite") {
   console.error(`--rung: postgres, memory or pglite, not ${rung}`)
   process.exit(2)
 }
-const rounds = Number(option("rounds") ?? 8)
-const seconds = Number(option("seconds") ?? 5)
-const connections = Number(option("connections") ?? 32)
-const streamed = argv.includes("--stream")
+const rounds = number("rounds", 8)
+const seconds = number("seconds", 5)
+const connections = number("connections", 32)
+const streamed = flag("stream")
 
 pin(process.pid, 1)
 const runDir = mkdtempSync(join(tmpdir(), "tollgate-paired-"))

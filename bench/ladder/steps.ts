@@ -17,14 +17,11 @@ import { dirname, join, resolve } from "node:path"
 import { Pool } from "undici"
 import { compiled, killAll, startMockUpstream } from "../suite/Processes.ts"
 import { startRung, uptime } from "./Rungs.ts"
+import { benchOptions } from "../Options.ts"
 
-const argv = process.argv.slice(process.argv[2] === "steps" ? 3 : 2)
-const option = (name: string) => {
-  const index = argv.indexOf(`--${name}`)
-  return index === -1 ? undefined : argv[index + 1]
-}
-const requests = Number(option("requests") ?? 2000)
-const streamed = argv.includes("--stream")
+const { option, number, flag } = benchOptions("steps")
+const requests = number("requests", 2000)
+const streamed = flag("stream")
 const script = resolve(option("script") ?? compiled("dist/ladder-memory", "bench/ladder/MemoryLedgerGateway.ts"))
 
 const STEP = "this.currentOpCount++;"

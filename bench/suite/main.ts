@@ -33,19 +33,15 @@ import {
   waitFor
 } from "./Processes.ts"
 import { adminPost, fundedKey } from "./AdminCalls.ts"
+import { benchOptions } from "../Options.ts"
 
-const argv = process.argv.slice(process.argv[2] === "suite" ? 3 : 2)
-const flag = (name: string) => argv.includes(`--${name}`)
-const option = (name: string) => {
-  const index = argv.indexOf(`--${name}`)
-  return index === -1 ? undefined : argv[index + 1]
-}
+const { argv, option, number, flag } = benchOptions("suite")
 const quick = flag("quick")
-const seconds = Number(option("seconds") ?? (quick ? 3 : 10))
-const warmupSeconds = Number(option("warmup-seconds") ?? (quick ? 1 : 3))
-const soakSeconds = Number(option("soak-seconds") ?? (quick ? 10 : 600))
+const seconds = number("seconds", quick ? 3 : 10)
+const warmupSeconds = number("warmup-seconds", quick ? 1 : 3)
+const soakSeconds = number("soak-seconds", quick ? 10 : 600)
 const sequentialCount = quick ? 300 : 2000
-const openStreams = Number(option("streams") ?? 1000)
+const openStreams = number("streams", 1000)
 const holdMs = quick ? 10_000 : 20_000
 const targets = (option("targets") ?? "floor,postgres,embedded").split(",") as Array<Target>
 const scenarios = new Set((option("scenarios") ?? "1,2,3,4,5,6,7").split(",").map(Number))
