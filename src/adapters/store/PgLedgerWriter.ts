@@ -139,12 +139,11 @@ export const layer = (
         }
         return batch
       }
+      /** Sets the shard's timer for the first linger time to run out, unless it is set or nothing lingers. */
       const arm = (shard: Shard) => {
-        if (shard.timer !== undefined) return
-        for (const first of shard.lingering.values()) {
-          shard.timer = setTimeout(() => releaseDue(shard), Math.max(0, first.until - Date.now()))
-          return
-        }
+        const first = shard.lingering.values().next()
+        if (shard.timer !== undefined || first.done === true) return
+        shard.timer = setTimeout(() => releaseDue(shard), Math.max(0, first.value.until - Date.now()))
       }
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
