@@ -28,6 +28,16 @@ const funded = (name: string, amount: string) =>
     return account.id
   })
 
+/** What `effect` had the writer commit: its batches and commands. */
+const writesOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const ledger = yield* Ledger
+    const before = ledger.writerStats()
+    yield* effect
+    const after = ledger.writerStats()
+    return { batches: after.batches - before.batches, commands: after.commands - before.commands }
+  })
+
 const verified = Effect.gen(function* () {
   const report = yield* (yield* Replay).verify
   assert.deepStrictEqual(report.mismatches, [])
@@ -51,12 +61,13 @@ for (const { target, storeLayer } of availableStores("LingeringHold")) {
       Effect.gen(function* () {
         const ledger = yield* Ledger
         const accountId = yield* funded("short-call", "10")
-        const before = ledger.writerStats()
-        const pending = yield* ledger.placeHoldLingering(holdInput(accountId, "2", "req-short"))
-        yield* pending.settleDelivered(usd("0.5"), { inputTokens: 10, outputTokens: 5 })
-        const after = ledger.writerStats()
-        assert.strictEqual(after.batches - before.batches, 1)
-        assert.strictEqual(after.commands - before.commands, 2)
+        const writes = yield* writesOf(
+          Effect.flatMap(ledger.placeHoldLingering(holdInput(accountId, "2", "req-short")), (pending) =>
+            pending.settleDelivered(usd("0.5"), { inputTokens: 10, outputTokens: 5 })
+          )
+        )
+        assert.strictEqual(writes.batches, 1)
+        assert.strictEqual(writes.commands, 2)
         assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced", "UsageRecalculated", "RefundIssued"])
         const view = yield* (yield* Accounts).get(accountId)
         assert.strictEqual(view.captured, usd("0.5"))
@@ -69,10 +80,12 @@ for (const { target, storeLayer } of availableStores("LingeringHold")) {
       Effect.gen(function* () {
         const ledger = yield* Ledger
         const accountId = yield* funded("failed-call", "10")
-        const before = ledger.writerStats()
-        const pending = yield* ledger.placeHoldLingering(holdInput(accountId, "2", "req-failed"))
-        yield* pending.abandon("failed")
-        assert.strictEqual(ledger.writerStats().batches - before.batches, 1)
+        const writes = yield* writesOf(
+          Effect.flatMap(ledger.placeHoldLingering(holdInput(accountId, "2", "req-failed")), (pending) =>
+            pending.abandon("failed")
+          )
+        )
+        assert.strictEqual(writes.batches, 1)
         assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced", "RefundIssued"])
         const view = yield* (yield* Accounts).get(accountId)
         assert.strictEqual(view.held, 0n)
@@ -108,11 +121,9 @@ for (const { target, storeLayer } of availableStores("LingeringHold")) {
         yield* ledger.settle(otherId, holdId, usd("0.5"), { inputTokens: 1, outputTokens: 1 })
         assert.deepStrictEqual(yield* eventsOf(otherId), ["HoldPlaced", "UsageRecalculated", "RefundIssued"])
         assert.deepStrictEqual(yield* eventsOf(accountId), [], "still waiting")
-        const before = ledger.writerStats()
-        yield* pending.settleDelivered(usd("0.5"), { inputTokens: 10, outputTokens: 5 })
-        const after = ledger.writerStats()
-        assert.strictEqual(after.batches - before.batches, 1)
-        assert.strictEqual(after.commands - before.commands, 2)
+        const writes = yield* writesOf(pending.settleDelivered(usd("0.5"), { inputTokens: 10, outputTokens: 5 }))
+        assert.strictEqual(writes.batches, 1)
+        assert.strictEqual(writes.commands, 2)
         assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced", "UsageRecalculated", "RefundIssued"])
         yield* verified
       })
@@ -128,11 +139,9 @@ for (const { target, storeLayer } of availableStores("LingeringHold")) {
           undefined,
           "next-batch"
         )
-        const before = ledger.writerStats()
-        yield* ledger.placeHold(holdInput(otherId, "1", "req-other"))
-        const after = ledger.writerStats()
-        assert.strictEqual(after.batches - before.batches, 1)
-        assert.strictEqual(after.commands - before.commands, 2, "the other account's hold, and this one riding along")
+        const writes = yield* writesOf(ledger.placeHold(holdInput(otherId, "1", "req-other")))
+        assert.strictEqual(writes.batches, 1)
+        assert.strictEqual(writes.commands, 2, "the other account's hold, and this one riding along")
         assert.deepStrictEqual(yield* eventsOf(accountId), ["HoldPlaced"])
         yield* pending.committed
         yield* pending.settleDelivered(usd("1"), { inputTokens: 1, outputTokens: 1 })
