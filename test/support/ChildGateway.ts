@@ -150,22 +150,43 @@ export interface Balance {
   readonly held: string
 }
 
-/**
- * The account's balance once nothing is held any more (a restarted gateway's sweep has resolved what the dead one
- * left, or deferred settlements have committed), or as it is after `seconds`.
- */
-export const untilNothingHeld = async (
+/** The account's balance once `reached` holds of it (read every 100 ms), or as it is after `seconds`. */
+const untilBalance = async (
   gateway: { readonly url: string },
   accountId: string,
-  seconds = 40,
-  token = ADMIN_TOKEN
+  reached: (balance: Balance | undefined) => boolean,
+  seconds: number,
+  token: string
 ): Promise<Balance> => {
   const read = async () =>
     (await admin(gateway, "GET", `/admin/accounts/${accountId}`, undefined, token)).body?.balance as Balance | undefined
   let balance = await read().catch(() => undefined)
-  for (let i = 0; i < seconds * 10 && balance?.held !== "0.000000"; i++) {
+  for (let i = 0; i < seconds * 10 && !reached(balance); i++) {
     await sleep(100)
     balance = await read().catch(() => balance)
   }
   return balance as Balance
 }
+
+/**
+ * The account's balance once nothing is held any more (a restarted gateway's sweep has resolved what the dead one
+ * left, or deferred settlements have committed), or as it is after `seconds`.
+ */
+export const untilNothingHeld = (
+  gateway: { readonly url: string },
+  accountId: string,
+  seconds = 40,
+  token = ADMIN_TOKEN
+): Promise<Balance> => untilBalance(gateway, accountId, (balance) => balance?.held === "0.000000", seconds, token)
+
+/**
+ * The account's balance once something is held (a call or a batch line in flight: between two of a batch's lines
+ * nothing may be), or as it is after `seconds`.
+ */
+export const untilSomethingHeld = (
+  gateway: { readonly url: string },
+  accountId: string,
+  seconds = 10,
+  token = ADMIN_TOKEN
+): Promise<Balance> =>
+  untilBalance(gateway, accountId, (balance) => balance !== undefined && balance.held !== "0.000000", seconds, token)
