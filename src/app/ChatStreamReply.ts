@@ -3,7 +3,8 @@
  * finished response when the Responses API asked, and settle once, however the stream ends — completed (billed before
  * its last byte, so what it cost can follow in trailers), cut by the upstream, or abandoned by the client (then the
  * upstream call is aborted and the account pays for what was delivered, counted with the tokenizer when no usage
- * arrived). Per-frame work is plain code (FrameRelay.ts); this file only orders the steps.
+ * arrived). Per-frame work is plain code (FrameRelay.ts), read and written as one pull (RelayedStream.ts); this file
+ * only orders the steps.
  */
 import { Effect, Exit, Stream } from "effect"
 import type { ChatInput, ChatResult } from "./ChatGateway.ts"
@@ -16,6 +17,7 @@ import type { Ledger } from "./Ledger.ts"
 import type { ResponseStore } from "./ports/ResponseStore.ts"
 import type { TokenCounter } from "./ports/TokenCounter.ts"
 import { readyBatches } from "./ReadyBatches.ts"
+import { relayedStream } from "./RelayedStream.ts"
 import type { SseFrame } from "../plugins/ModelPlugin.ts"
 import type { Usage } from "../plugins/text/convert/ChatIR.ts"
 import type { StreamTransducer } from "../plugins/text/convert/StreamTransducer.ts"
@@ -26,8 +28,6 @@ export interface StreamServices {
   readonly store: ResponseStore["Service"]
   readonly tokens: TokenCounter["Service"]
 }
-
-const encoder = new TextEncoder()
 
 export const deliverStream = (
   services: StreamServices,
@@ -68,22 +68,17 @@ export const deliverStream = (
       bill,
       notStored: () => storage?.refused() === true
     })
-    const frames = Stream.fromAsyncIterable(readyBatches(reply.events), (error) => error).pipe(
-      Stream.map(relay.batch),
-      Stream.concat(Stream.suspend(() => Stream.succeed(relay.end()))),
-      Stream.catchCause(() =>
-        Stream.suspend(() => Stream.succeed(relay.fail("the upstream stream failed before it finished")))
-      ),
-      (stream) => (storage === undefined ? stream : Stream.mapEffect(stream, storage.storeFinal)),
-      Stream.concat(Stream.fromEffect(Effect.as(settlement.whole, ""))),
-      Stream.filter((text) => text.length > 0),
-      Stream.map((text) => encoder.encode(text)),
+    const frames = relayedStream(readyBatches(reply.events), relay, storage?.storeFinal).pipe(
       Stream.onExit((exit) =>
         // A stream that completed has read the upstream body to its end: there is nothing left to abort (and an
-        // abort would build a DOMException with a stack trace for nothing).
-        Effect.sync(() => Exit.isSuccess(exit) || abort.abort()).pipe(
-          Effect.andThen(settlement.atExit(exit, storage?.storeLeft ?? Effect.void))
-        )
+        // abort would build a DOMException with a stack trace for nothing). It is billed here, before the response
+        // ends (the server ends it once the stream's finalizers ran).
+        Exit.isSuccess(exit)
+          ? Effect.andThen(settlement.whole, settlement.atExit(exit, storage?.storeLeft ?? Effect.void))
+          : Effect.andThen(
+              Effect.sync(() => abort.abort()),
+              settlement.atExit(exit, storage?.storeLeft ?? Effect.void)
+            )
       )
     )
     return { _tag: "Stream", frames } satisfies ChatResult
