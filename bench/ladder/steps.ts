@@ -5,7 +5,11 @@
  * requests one connection at a time. The counts are exact and the same on a busy host, so a change to the request path
  * shows its steps before its CPU can be told from noise.
  *
- *   npm run bench -- steps [--requests 2000] [--stream] [--script <main.js of a memory-rung build>]
+ *   npm run bench -- steps [--requests 2000] [--stream] [--sites] [--script <main.js of a memory-rung build>]
+ *
+ * `--sites` counts each step also by where it comes from: its primitive and the source text of the first function it
+ * holds (the continuation, the body, the clock read…), as the bundle spells it. Slower (each step reads a function's
+ * text), so it is an option; the list names, for example, how many clock reads or generator bodies a request runs.
  *
  * The patch looks for two lines of Effect's runtime (`this.currentOpCount++;` and the fiber constructor's
  * `recordFiberStart`) and for how a primitive names itself (`makePrimitiveProto`), and stops with an error if this
@@ -22,12 +26,15 @@ import { benchOptions } from "../Options.ts"
 const { option, number, flag } = benchOptions("steps")
 const requests = number("requests", 2000)
 const streamed = flag("stream")
+const sites = flag("sites")
 const script = resolve(option("script") ?? compiled("dist/ladder-memory", "bench/ladder/MemoryLedgerGateway.ts"))
 
 const STEP = "this.currentOpCount++;"
 const FIBER = "this.cache.runtimeMetrics?.recordFiberStart(this.context);"
+/** With `--sites`: the step counted again under its primitive and the text of the first function it holds. */
+const SITE = ` const at = globalThis.__tollgateSteps.sites; let fn = ""; if (current) for (const v of Object.values(current)) if (typeof v === "function") { fn = String(v).replace(/\\s+/g, " ").slice(0, 140); break; } const site = k + " | " + fn; at[site] = (at[site] ?? 0) + 1;`
 const counts = (file: string) =>
-  `;(() => { const counts = { fibers: 0, steps: {} }; globalThis.__tollgateSteps = counts;
+  `;(() => { const counts = { fibers: 0, steps: {}, sites: {} }; globalThis.__tollgateSteps = counts;
 process.on("SIGUSR2", () => require("node:fs").writeFileSync(${JSON.stringify(file)}, JSON.stringify(counts))) })();\n`
 
 /** The bundle with its runtime counting; written beside it, so that its imports resolve as the original's. */
@@ -46,7 +53,7 @@ const instrumented = (countsFile: string): string => {
   const patched = text
     .replace(
       STEP,
-      `${STEP} { const s = globalThis.__tollgateSteps.steps; const k = current?.[${op}] ?? current?._tag ?? "?"; s[k] = (s[k] ?? 0) + 1; }`
+      `${STEP} { const s = globalThis.__tollgateSteps.steps; const k = current?.[${op}] ?? current?._tag ?? "?"; s[k] = (s[k] ?? 0) + 1;${sites ? SITE : ""} }`
     )
     .replace(FIBER, `globalThis.__tollgateSteps.fibers++; ${FIBER}`)
   // After the bundle's own banner (its imports must stay first); the counters exist before any fiber runs.
@@ -82,7 +89,11 @@ const send = async (count: number) => {
     if (response.statusCode !== 200) throw new Error(`status ${response.statusCode}`)
   }
 }
-type Counts = { readonly fibers: number; readonly steps: Record<string, number> }
+type Counts = {
+  readonly fibers: number
+  readonly steps: Record<string, number>
+  readonly sites: Record<string, number>
+}
 const read = async (): Promise<Counts> => {
   process.kill(server.pid, "SIGUSR2")
   for (let i = 0; i < 100; i++) {
@@ -117,5 +128,13 @@ console.log(
   `per request: ${total.toFixed(1)} Effect steps, ${perRequest(before.fibers, after.fibers).toFixed(2)} fibers`
 )
 console.log(`by primitive: ${kinds.map(([kind, n]) => `${kind} ${n.toFixed(1)}`).join(", ")}`)
+if (sites) {
+  console.log("by site (primitive | the first function it holds), at least one per request:")
+  const bySite = Object.keys(after.sites)
+    .map((site) => [site, perRequest(before.sites[site] ?? 0, after.sites[site] ?? 0)] as const)
+    .filter(([, n]) => n >= 0.95)
+    .sort((x, y) => y[1] - x[1])
+  for (const [site, n] of bySite) console.log(`${n.toFixed(1).padStart(7)}  ${site}`)
+}
 console.log(`machine: ${uptime()}`)
 process.exit(0)
