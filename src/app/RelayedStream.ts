@@ -1,14 +1,14 @@
 /**
  * A streamed chat reply's bytes for the client, as one pull: each read of the upstream's ready frames (`ReadyBatches`)
  * becomes one chunk of the client's protocol, the relay's closing text (or, when the upstream failed, its error
- * ending) the last. Plain code per read, one Effect step to wait for the next; the relay and the optional storage step
- * decide what the text is, this only orders reading, converting and ending.
+ * ending) the last. Plain code per read and a few Effect steps to wait for the next; the relay and the optional
+ * storage step decide what the text is, this only orders reading, converting and ending.
  *
  * What the client sees, in order: the text of every read that converted to something, then the closing text (after
  * the upstream's end) or the error ending (after its failure, or a relay that threw); the stream itself then ends
- * without failure. A consumer that stops early passes `return()` on to the upstream's frames, as
- * `Stream.fromAsyncIterable` does: awaited when no read is pending, else only started (it may not settle before that
- * read does).
+ * without failure. An upstream not read to its end (the consumer stopped early, or the relay threw) is torn down with
+ * `return()`, as `Stream.fromAsyncIterable` does: awaited when no read is pending, else only started (it may not
+ * settle before that read does).
  */
 import { Cause, Channel, Effect, Scope, Stream } from "effect"
 import type * as Pull from "effect/Pull"
