@@ -1,30 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import fc from "fast-check"
 import { MAX_BATCH, readyBatches } from "../../src/app/ReadyBatches.ts"
-
-/** A source whose `next()` is ready at once (already settled) or only after a timer, as `ready` says per item. */
-const source = <A>(items: ReadonlyArray<A>, ready: ReadonlyArray<boolean>, failAtEnd?: Error) => {
-  let index = 0
-  let returned = 0
-  const iterator: AsyncIterableIterator<A> = {
-    [Symbol.asyncIterator]: () => iterator,
-    next: () => {
-      const at = index++
-      const result = (): Promise<IteratorResult<A>> =>
-        at < items.length
-          ? Promise.resolve({ done: false, value: items[at] as A })
-          : failAtEnd === undefined
-            ? Promise.resolve({ done: true, value: undefined })
-            : Promise.reject(failAtEnd)
-      return ready[at] === false ? new Promise((resolve) => setTimeout(resolve, 1)).then(result) : result()
-    },
-    return: () => {
-      returned += 1
-      return Promise.resolve({ done: true, value: undefined })
-    }
-  }
-  return { iterator, returned: () => returned }
-}
+import { scriptedSource as source } from "../support/ScriptedSource.ts"
 
 const drain = async <A>(batches: AsyncIterable<ReadonlyArray<A>>) => {
   const seen: Array<ReadonlyArray<A>> = []

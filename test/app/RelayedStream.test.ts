@@ -3,29 +3,15 @@ import { Effect, Fiber, Stream } from "effect"
 import fc from "fast-check"
 import { type Relay, relayedStream, UPSTREAM_FAILED } from "../../src/app/RelayedStream.ts"
 import type { SseFrame } from "../../src/plugins/ModelPlugin.ts"
+import { scriptedSource } from "../support/ScriptedSource.ts"
 
-/** Reads of an upstream: each a batch of frames, ready at once or after a timer; then the end or a failure. */
-const upstream = (reads: ReadonlyArray<ReadonlyArray<string>>, waits: ReadonlyArray<boolean>, failure?: Error) => {
-  let index = 0
-  let returned = 0
-  const iterator: AsyncIterator<ReadonlyArray<SseFrame>> = {
-    next: () => {
-      const at = index++
-      const result = (): Promise<IteratorResult<ReadonlyArray<SseFrame>>> =>
-        at < reads.length
-          ? Promise.resolve({ done: false, value: (reads[at] ?? []).map((data) => ({ data })) })
-          : failure === undefined
-            ? Promise.resolve({ done: true, value: undefined })
-            : Promise.reject(failure)
-      return waits[at] === true ? new Promise((resolve) => setTimeout(resolve, 1)).then(result) : result()
-    },
-    return: () => {
-      returned += 1
-      return Promise.resolve({ done: true, value: undefined })
-    }
-  }
-  return { iterator, returned: () => returned }
-}
+/** Reads of an upstream, each a batch of frames (their data), ready at once unless `ready` says not; then the end or `failure`. */
+const upstream = (reads: ReadonlyArray<ReadonlyArray<string>>, ready: ReadonlyArray<boolean>, failure?: Error) =>
+  scriptedSource(
+    reads.map((read) => read.map((data): SseFrame => ({ data }))),
+    ready,
+    failure
+  )
 
 /** A relay whose client text is the frames' data joined; "" converts to nothing, as a dropped usage chunk does. */
 const relay: Relay = {
@@ -45,8 +31,8 @@ describe("relayedStream", () => {
         fc.array(fc.array(fc.constantFrom("", "a", "bc", "d"), { maxLength: 4 }), { maxLength: 12 }),
         fc.array(fc.boolean(), { maxLength: 13 }),
         fc.boolean(),
-        async (reads, waits, fails) => {
-          const source = upstream(reads, waits, fails ? new Error("cut") : undefined)
+        async (reads, ready, fails) => {
+          const source = upstream(reads, ready, fails ? new Error("cut") : undefined)
           const written = await Effect.runPromise(texts(relayedStream(source.iterator, relay, undefined)))
           const converted = reads.map((read) => read.join("")).filter((text) => text.length > 0)
           expect(written).toEqual([...converted, fails ? `<fail: ${UPSTREAM_FAILED}>` : "<end>"])
@@ -80,14 +66,14 @@ describe("relayedStream", () => {
         return text === "<end>" ? "<stored end>" : text
       })
     const written = await Effect.runPromise(
-      texts(relayedStream(upstream([["a"], [""], ["b"]], [true]).iterator, relay, store))
+      texts(relayedStream(upstream([["a"], [""], ["b"]], [false]).iterator, relay, store))
     )
     expect(seen).toEqual(["a", "", "b", "<end>"])
     expect(written).toEqual(["a", "b", "<stored end>"])
   })
 
   it("passes return() on to the upstream when the consumer stops between reads", async () => {
-    const source = upstream([["a"], ["b"], ["c"]], [true, true, true])
+    const source = upstream([["a"], ["b"], ["c"]], [false, false, false])
     const written = await Effect.runPromise(
       texts(relayedStream(source.iterator, relay, undefined).pipe(Stream.take(1)))
     )
