@@ -12,6 +12,7 @@ import { toApiError } from "./ErrorRules.ts"
 import { checkRequestParameters } from "./InputLimits.ts"
 import { CurrentTelemetry, newTelemetry, type RequestTelemetry } from "../app/RequestTelemetry.ts"
 import { RequestMetrics } from "./Metrics.ts"
+import { AccessLog } from "./AccessLog.ts"
 
 export class HttpSettings extends Context.Service<HttpSettings, { readonly maxBodyBytes: number }>()(
   "tollgate/http/HttpSettings"
@@ -124,8 +125,8 @@ const accessLog = (
   telemetry: RequestTelemetry,
   nanos: bigint
 ) =>
-  Effect.logInfo("request").pipe(
-    Effect.annotateLogs({
+  Effect.flatMap(AccessLog, (log) =>
+    log.write({
       requestId,
       method,
       route,
