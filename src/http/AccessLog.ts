@@ -2,10 +2,9 @@
  * Where a request's access line goes (`Route.respond` writes one per request, once its response is over). By default
  * it is logged through Effect's logger: `Effect.logInfo("request")` with the fields as annotations. `npm start`
  * (`Launch.ts`) writes the same line as text straight into its batched JSON output instead (`direct`): logging it
- * through Effect copies the request's context to annotate it and builds an entry object to format: taking the line
- * away saved 25–30 µs of a request's CPU on the benchmark's in-memory rung, about 6 %, and writing it as text saved
- * the same (bench/README.md, "One pull for a streamed reply"). The line is the same text either way
- * (`test/http/AccessLog.test.ts`).
+ * through Effect copies the request's context to annotate it and builds an entry object to format, which measured
+ * 25–30 µs of a request's CPU, about 5 % (bench/README.md, "One pull for a streamed reply"); the text costs a
+ * `JSON.stringify`. The line is the same text either way (`test/http/AccessLog.test.ts`).
  */
 import { Clock, Context, Effect, LogLevel, References } from "effect"
 import { type PlainFields, plainLine } from "../adapters/telemetry/JsonLogger.ts"
