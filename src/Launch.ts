@@ -9,8 +9,7 @@ import { resolve } from "node:path"
 import { type AppOptions, DEFAULT_SHUTDOWN_GRACE_SECONDS, serverLayer, servicesLayer } from "./AppLayer.ts"
 import { adminTokenPath, ensureDemoAccount, loadOrCreateAdminToken, saveFirstStartSecrets } from "./app/FirstStart.ts"
 import { parseTrustProxy } from "./http/AuthThrottle.ts"
-import { makeBatchedJsonLines } from "./adapters/telemetry/JsonLogger.ts"
-import { AccessLog, direct } from "./http/AccessLog.ts"
+import { makeBatchedJsonLogger } from "./adapters/telemetry/JsonLogger.ts"
 
 const settings = Config.all({
   port: Config.Port("PORT").pipe(Config.withDefault(8080)),
@@ -152,20 +151,12 @@ const program = (overrides: LaunchOverrides) =>
     return yield* Layer.launch(app)
   })
 
-/**
- * Log lines are JSON, batched to stdout (adapters/telemetry/JsonLogger.ts); access lines are appended to the same
- * batches as text (http/AccessLog.ts).
- */
-const batchedJsonOutput = Layer.unwrap(
-  Effect.map(
-    makeBatchedJsonLines((text) => process.stdout.write(text)),
-    (lines) => Layer.merge(Logger.layer([lines.logger]), Layer.succeed(AccessLog, direct(lines.append)))
-  )
-)
+/** Log lines are JSON, batched to stdout (adapters/telemetry/JsonLogger.ts). */
+const batchedJsonLogger = makeBatchedJsonLogger((text) => process.stdout.write(text))
 
 export const launch = (overrides: LaunchOverrides = {}) =>
   program(overrides).pipe(
-    Effect.provide(batchedJsonOutput),
+    Effect.provide(Logger.layer([batchedJsonLogger])),
     Effect.tapCause((cause) => Effect.logError("Tollgate failed to start", cause)),
     NodeRuntime.runMain
   )

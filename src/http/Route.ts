@@ -12,7 +12,6 @@ import { toApiError } from "./ErrorRules.ts"
 import { checkRequestParameters } from "./InputLimits.ts"
 import { CurrentTelemetry, newTelemetry, type RequestTelemetry } from "../app/RequestTelemetry.ts"
 import { RequestMetrics } from "./Metrics.ts"
-import { AccessLog } from "./AccessLog.ts"
 
 export class HttpSettings extends Context.Service<HttpSettings, { readonly maxBodyBytes: number }>()(
   "tollgate/http/HttpSettings"
@@ -125,8 +124,8 @@ const accessLog = (
   telemetry: RequestTelemetry,
   nanos: bigint
 ) =>
-  Effect.flatMap(AccessLog, (log) =>
-    log.write({
+  Effect.logInfo("request").pipe(
+    Effect.annotateLogs({
       requestId,
       method,
       route,

@@ -4,9 +4,6 @@
  * the account, model, upstream, status, tokens, cost (the ledger's own figure) and duration — a stream's once it ended.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Layer, Logger, References } from "effect"
-import { TestClock } from "effect/testing"
-import fc from "fast-check"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -20,8 +17,6 @@ import {
   startGateway
 } from "../support/ChildGateway.ts"
 import { freePort } from "../support/Ports.ts"
-import { jsonLine, type PlainFields } from "../../src/adapters/telemetry/JsonLogger.ts"
-import { direct, viaLogger } from "../../src/http/AccessLog.ts"
 
 interface AccessLine {
   readonly requestId: string
@@ -123,52 +118,4 @@ describe("access log", () => {
     // The key itself is in no line (killHard checks the whole output for secrets as well).
     assert.notInclude(gateway.output(), created.key)
   }, 60_000)
-})
-
-describe("the access line written as text", () => {
-  /** The lines Effect's logger (formatted by `jsonLine`) and `direct` write for `write`, in that order. */
-  const linesOf = (write: (writer: typeof viaLogger) => Effect.Effect<void>) => {
-    const logged: Array<string> = []
-    const appended: Array<string> = []
-    const capture = Logger.make((options) => {
-      logged.push(jsonLine(options))
-    })
-    // One instant for both (the test clock stands still), so that their timestamps agree.
-    Effect.runSync(
-      Effect.andThen(write(viaLogger), write(direct((line) => appended.push(line)))).pipe(
-        Effect.provide(Layer.merge(Logger.layer([capture]), TestClock.layer()))
-      )
-    )
-    return { logged, appended }
-  }
-  const plain = fc.oneof(
-    fc.constantFrom(null, true, false, 0, -0, Number.NaN, Number.POSITIVE_INFINITY, "", 'é\u0000"'),
-    fc.string(),
-    fc.double(),
-    fc.integer()
-  )
-
-  it("property: is the line Effect's logger writes for the same fields", () => {
-    fc.assert(
-      fc.property(fc.dictionary(fc.string({ maxLength: 8 }), plain, { maxKeys: 14 }), (fields: PlainFields) => {
-        const { logged, appended } = linesOf((writer) => writer.write(fields))
-        assert.strictEqual(logged.length, 1)
-        assert.deepStrictEqual(appended, logged)
-      }),
-      { numRuns: 300 }
-    )
-  })
-
-  it("honours the minimum log level, and goes through the logger when the request carries annotations or spans", () => {
-    const fields = { requestId: "req_1", status: 200, cost: null }
-    const quiet = linesOf((writer) => Effect.provideService(writer.write(fields), References.MinimumLogLevel, "Warn"))
-    assert.deepStrictEqual(quiet, { logged: [], appended: [] })
-    const annotated = linesOf((writer) => writer.write(fields).pipe(Effect.annotateLogs({ tenant: "t" })))
-    assert.strictEqual(annotated.logged.length, 2)
-    assert.strictEqual(annotated.logged[0], annotated.logged[1])
-    assert.deepStrictEqual(annotated.appended, [])
-    const spanned = linesOf((writer) => writer.write(fields).pipe(Effect.withLogSpan("s")))
-    assert.strictEqual(spanned.logged.length, 2)
-    assert.deepStrictEqual(spanned.appended, [])
-  })
 })

@@ -7,13 +7,10 @@
  *
  * A line is Effect's structured log entry (`Logger.formatStructured`) as JSON. Effect's `Formatter.formatJson`
  * stringifies through a replacer (cycles, redaction, bigints, errors), which takes `JSON.stringify` off its fast path;
- * an entry whose values are all plain text, numbers, booleans and nulls needs none of that and is stringified
- * directly, to the same text.
- *
- * The access line (one per request) can also be appended as text (`JsonLines.append`, with `plainLine`), the same
- * line without Effect's log pipeline: `http/AccessLog.ts` says why.
+ * an entry whose values are all plain text, numbers, booleans and nulls — every access line — needs none of that and
+ * is stringified directly, to the same text.
  */
-import { Effect, Formatter, Logger, type LogLevel } from "effect"
+import { Effect, Formatter, Logger } from "effect"
 
 export interface Timers {
   readonly set: (run: () => void, ms: number) => unknown
@@ -43,33 +40,7 @@ export const jsonLine = (options: Logger.Options<unknown>): string => {
   return isFlat(entry) ? JSON.stringify(entry) : Formatter.formatJson(entry)
 }
 
-/** Plain values: what an access line's fields are. */
-export type PlainFields = Readonly<Record<string, string | number | boolean | null>>
-
-/**
- * The line `jsonLine` writes for an entry whose message is `message` alone, with no cause, no log span, and `fields` as
- * its only annotations, logged at `level` and `date` by fiber `fiberId` — built as text, without the entry.
- */
-export const plainLine = (
-  message: string,
-  level: LogLevel.LogLevel,
-  date: Date,
-  fields: PlainFields,
-  fiberId: number
-): string =>
-  `{"message":${JSON.stringify(message)},"level":"${level.toUpperCase()}","timestamp":"${date.toISOString()}",` +
-  `"annotations":${JSON.stringify(fields)},"spans":{},"fiberId":"#${fiberId}"}`
-
-/** The batched output: Effect's logger over it, and `append` for a line already made. */
-export interface JsonLines {
-  readonly logger: Logger.Logger<unknown, void>
-  readonly append: (line: string) => void
-}
-
 export const makeBatchedJsonLogger = (write: (text: string) => void, windowMs = 20, timers: Timers = nodeTimers) =>
-  Effect.map(makeBatchedJsonLines(write, windowMs, timers), (lines) => lines.logger)
-
-export const makeBatchedJsonLines = (write: (text: string) => void, windowMs = 20, timers: Timers = nodeTimers) =>
   Effect.gen(function* () {
     let lines: Array<string> = []
     let timer: unknown
@@ -86,9 +57,8 @@ export const makeBatchedJsonLines = (write: (text: string) => void, windowMs = 2
         flush()
       })
     )
-    const append = (line: string) => {
-      lines.push(line)
+    return Logger.make((options) => {
+      lines.push(jsonLine(options))
       if (timer === undefined) timer = timers.set(flush, windowMs)
-    }
-    return { logger: Logger.make((options) => append(jsonLine(options))), append } satisfies JsonLines
+    })
   })
