@@ -5,8 +5,9 @@
  * then A on odd rounds) for `--seconds` at `--connections`, and reads each server's CPU (and its Postgres backends')
  * per request from /proc. The figure to read is the median of the per-round ratios B ÷ A, next to both medians.
  *
- * Two copies of one build read 0.961 and 0.975 (bench/README.md, "The paired bench's own bias"): B, started second,
- * reads a few percent low for a reason not found yet. A change of that size is only shown by running both ways.
+ * The server started second reads 2.5–4 % less CPU than the one started first, whatever the build (bench/README.md,
+ * "The paired bench's own bias"): so both are restarted halfway, in the other order, and half of the rounds run with
+ * each order.
  *
  *   npm run bench -- paired --a <main.js> --b <main.js> [--rung postgres|memory|pglite] [--rounds 8] [--seconds 5]
  *                           [--connections 32] [--stream]
@@ -53,7 +54,14 @@ const start = async (script: string, side: string): Promise<RungServer> => {
   if (server === undefined) throw new Error(`${rung}: could not start ${script}`)
   return server
 }
-const servers = { A: await start(scriptA, "a"), B: await start(scriptB, "b") }
+/** Both servers, the one started first first: half of the rounds run with each order (see the header). */
+const startBoth = async (first: "A" | "B", half: number): Promise<Record<"A" | "B", RungServer>> => {
+  const startSide = (name: "A" | "B") => start(name === "A" ? scriptA : scriptB, `${name.toLowerCase()}${half}`)
+  const one = await startSide(first)
+  const other = await startSide(first === "A" ? "B" : "A")
+  return first === "A" ? { A: one, B: other } : { A: other, B: one }
+}
+let servers = await startBoth("A", 0)
 const generator = await forkGenerator(1)
 const body = JSON.stringify({
   model: servers.A.model,
@@ -83,6 +91,13 @@ for (const server of Object.values(servers)) await load(server, 3)
 type Round = { readonly cpu: number; readonly pg: number; readonly rps: number }
 const results: Record<"A" | "B", Array<Round>> = { A: [], B: [] }
 for (let round = 0; round < rounds; round++) {
+  if (round === Math.ceil(rounds / 2)) {
+    // The second half: both restarted, B first.
+    await servers.A.stop()
+    await servers.B.stop()
+    servers = await startBoth("B", 1)
+    for (const server of Object.values(servers)) await load(server, 3)
+  }
   for (const name of round % 2 === 0 ? (["A", "B"] as const) : (["B", "A"] as const)) {
     const server = servers[name]
     const cpu = cpuMicros(server.pid)
