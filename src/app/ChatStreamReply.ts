@@ -70,15 +70,13 @@ export const deliverStream = (
     })
     const frames = relayedStream(readyBatches(reply.events), relay, storage?.storeFinal).pipe(
       Stream.onExit((exit) =>
-        // A stream that completed has read the upstream body to its end: there is nothing left to abort (and an
-        // abort would build a DOMException with a stack trace for nothing). It is billed here, before the response
-        // ends (the server ends it once the stream's finalizers ran).
-        Exit.isSuccess(exit)
-          ? Effect.andThen(settlement.whole, settlement.atExit(exit, storage?.storeLeft ?? Effect.void))
-          : Effect.andThen(
-              Effect.sync(() => abort.abort()),
-              settlement.atExit(exit, storage?.storeLeft ?? Effect.void)
-            )
+        // A stream that completed read the upstream to its end or tore it down (RelayedStream.ts): there is nothing
+        // left to abort (and an abort would build a DOMException with a stack trace for nothing). It is billed here,
+        // before the response ends (the server ends it once the stream's finalizers ran).
+        Effect.andThen(
+          Exit.isSuccess(exit) ? settlement.whole : Effect.sync(() => abort.abort()),
+          settlement.atExit(exit, storage?.storeLeft ?? Effect.void)
+        )
       )
     )
     return { _tag: "Stream", frames } satisfies ChatResult
