@@ -8,6 +8,7 @@ import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
+import { useBaselineWasmTier } from "./BaselineWasmTier.ts"
 import { collectGarbage } from "./CollectGarbage.ts"
 import { migrate } from "./Migrations.ts"
 import { sealUnhashedEvents } from "./PgAudit.ts"
@@ -46,15 +47,16 @@ const pgliteClient = (dataDir: string | undefined, seed: Blob | undefined) =>
       if (dataDir !== undefined) yield* Effect.sync(() => mkdirSync(dataDir, { recursive: true }))
       const db = yield* Effect.acquireRelease(
         // Loaded only for the embedded store: a gateway on a Postgres server never loads PGlite.
-        Effect.promise(() =>
-          import("@electric-sql/pglite").then(({ PGlite }) =>
+        Effect.promise(() => {
+          useBaselineWasmTier()
+          return import("@electric-sql/pglite").then(({ PGlite }) =>
             PGlite.create({
               dataDir: dataDir ?? "memory://",
               startParams: [...PGlite.defaultStartParams, "-c", `shared_buffers=${PGLITE_SHARED_BUFFERS}`],
               ...(seed === undefined ? {} : { loadDataDir: seed })
             })
           )
-        ),
+        }),
         (db) => Effect.promise(() => db.close())
       )
       return PgClient.layer({
