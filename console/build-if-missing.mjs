@@ -1,4 +1,4 @@
-// `npm start` runs this first (scripts/prestart.mjs): builds the console into dist/console when it is missing, so a fresh clone
+// `npm start` runs this first (scripts/start.mjs): builds the console into dist/console when it is missing, so a fresh clone
 // (`npm ci && npm start`) serves /console without a separate build step. An existing build is left alone.
 import { spawnSync } from "node:child_process"
 import { existsSync } from "node:fs"

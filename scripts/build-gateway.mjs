@@ -3,7 +3,7 @@
 // modules through tsx's TypeScript loader: about a third of the CPU to ready and ~130 MB less RSS (bench/README.md,
 // "Start-up and memory"). Tests, `npm run cli` and Deno still run src/ as TypeScript.
 //
-// `--if-stale` (how `prestart` runs it, scripts/prestart.mjs) builds only when the bundle is missing or an input changed since: every file
+// `--if-stale` (how `npm start` runs it, scripts/start.mjs) builds only when the bundle is missing or an input changed since: every file
 // esbuild read (listed in dist/gateway/inputs.json), this script, and npm's record of node_modules.
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs"
 import { join, relative, resolve, sep } from "node:path"
