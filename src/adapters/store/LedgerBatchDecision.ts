@@ -17,9 +17,16 @@ import {
   upsertAccountsSql,
   upsertHoldsSql
 } from "./LedgerProjection.ts"
-import { insertEventsSql, type StreamAppend, upsertHeadsSql } from "./EventAppends.ts"
-import { type Heads, planAppends } from "./EventAppends.ts"
-import type { BatchOutcome } from "../../app/ports/LedgerWriter.ts"
+import {
+  type AppendPlan,
+  type Heads,
+  insertEventsSql,
+  planAppends,
+  type StreamAppend,
+  upsertHeadsSql
+} from "./EventAppends.ts"
+import type { BatchOutcome, Companion } from "../../app/ports/LedgerWriter.ts"
+import type { LedgerEvent } from "../../domain/ledger/LedgerEvent.ts"
 import type { Decided } from "./LedgerBatchRead.ts"
 import type { BatchItem } from "./LedgerStore.ts"
 
@@ -37,6 +44,134 @@ const holdWrites = (
   ]
 }
 
+/** What the batch's accepted commands add up to: the events to append per stream and the projection rows they move. */
+class BatchWrites {
+  readonly appends = new Map<string, Array<StreamAppend["events"][number]>>()
+  readonly companionWrites: Array<Statement.Fragment> = []
+  readonly touchedHolds = new Map<string, HoldState>()
+  readonly placedHolds = new Set<string>()
+  readonly touchedKeys = new Map<string, KeySpend>()
+  readonly newDeposits: Array<DepositRow> = []
+  readonly usage = new UsageTotals()
+  private readonly companionHeads = new Map<string, bigint>()
+
+  constructor(
+    private readonly sql: SqlClient.SqlClient,
+    private readonly newEventId: () => string
+  ) {}
+
+  /**
+   * Whether a companion's stream is at the version its item expects. One companion per stream per batch: two
+   * read-model upserts of one row cannot share a statement.
+   */
+  companionFresh(companion: Companion, heads: Heads): boolean {
+    const head = heads.get(companion.stream) ?? 0n
+    const fresh = companion.expected === "no_stream" ? head === 0n : head === companion.expected
+    return fresh && !this.companionHeads.has(companion.stream)
+  }
+
+  addCompanion(companion: Companion, heads: Heads, metadata: Record<string, unknown>): void {
+    this.companionHeads.set(companion.stream, (heads.get(companion.stream) ?? 0n) + BigInt(companion.events.length))
+    this.appends.set(
+      companion.stream,
+      companion.events.map((event) => ({ eventId: this.newEventId(), type: event.type, data: event.data, metadata }))
+    )
+    this.companionWrites.push(companion.projection(this.sql))
+  }
+
+  /** One of an account's new events: appended to its stream, with the projection rows it moves. The state after it. */
+  addEvent(
+    accountId: string,
+    before: AccountState,
+    event: LedgerEvent,
+    metadata: Record<string, unknown>
+  ): AccountState {
+    const state = evolve(before, event)
+    const stream = accountStream(accountId)
+    const pending = this.appends.get(stream) ?? []
+    this.appends.set(stream, pending)
+    pending.push({
+      eventId: this.newEventId(),
+      type: event.type,
+      schemaVersion: currentSchemaVersion(event.type),
+      data: event.data,
+      metadata
+    })
+    if (event.type === "FundsDeposited") {
+      this.newDeposits.push({
+        accountId,
+        reference: event.data.reference,
+        amount: state.depositReferences.get(event.data.reference) as bigint,
+        at: event.data.at
+      })
+    } else if (event.type !== "AccountOpened") {
+      const hold = state.holds.get(event.data.holdId) as HoldState
+      this.usage.add(usageDelta(event, hold))
+      this.touchedHolds.set(hold.holdId, hold)
+      if (event.type === "HoldPlaced") this.placedHolds.add(hold.holdId)
+      if (hold.keyId !== null && state.keys.has(hold.keyId)) {
+        this.touchedKeys.set(hold.keyId, state.keys.get(hold.keyId) as KeySpend)
+      }
+    }
+    return state
+  }
+}
+
+/** One command decided on its account's state so far in the batch; what it accepts joins `writes`. */
+const decideItem = (
+  item: BatchItem,
+  heads: Heads,
+  states: Map<string, AccountState>,
+  writes: BatchWrites
+): BatchOutcome => {
+  const { accountId } = item.command
+  const companion = item.companion
+  if (companion !== undefined && !writes.companionFresh(companion, heads)) {
+    return { _tag: "CompanionConflict", stream: companion.stream }
+  }
+  const before = states.get(accountId) as AccountState
+  const decision = decide(before, item.command)
+  if (decision._tag === "Rejected" || decision.events.length === 0) return decision
+  if (companion !== undefined) writes.addCompanion(companion, heads, item.metadata)
+  let state = before
+  for (const event of decision.events) state = writes.addEvent(accountId, state, event, item.metadata)
+  states.set(accountId, state)
+  return decision
+}
+
+/** The one statement that writes the batch: its events, its streams' heads and every projection row it moves. */
+const batchStatement = (
+  sql: SqlClient.SqlClient,
+  writes: BatchWrites,
+  states: Map<string, AccountState>,
+  plan: AppendPlan
+): Statement.Statement<unknown> => {
+  const accountRows = [...writes.appends.keys()]
+    .filter((stream) => stream.startsWith("account-"))
+    .map((stream) => ({
+      state: states.get(stream.slice("account-".length)) as AccountState,
+      version: plan.versions.get(stream) as bigint
+    }))
+  const parts = [
+    insertEventsSql(sql, plan.records),
+    upsertAccountsSql(sql, "public", accountRecords(accountRows)),
+    ...holdWrites(sql, writes.touchedHolds, writes.placedHolds),
+    ...(writes.touchedKeys.size > 0
+      ? [updateKeySpendSql(sql, "public", keySpendRecords([...writes.touchedKeys]))]
+      : []),
+    ...(writes.newDeposits.length > 0 ? [insertDepositsSql(sql, "public", depositRecords(writes.newDeposits))] : []),
+    ...(writes.usage.size > 0 ? [addUsageSql(sql, "public", usageRecords(writes.usage.values()))] : []),
+    ...writes.companionWrites,
+    // Last on purpose: Postgres runs unreferenced data-modifying CTEs last-declared first, so the optimistic write
+    // takes the head rows before any other row lock, in the same order as the locked path; a writer then waits on
+    // the head instead of deadlocking with one that holds it (the order is not a documented guarantee: a deadlock is
+    // still caught below and treated as a collision).
+    upsertHeadsSql(sql, plan)
+  ]
+  // One statement: data-modifying CTEs all see the same snapshot and commit (or fail) together.
+  return sql`WITH ${sql.csv(parts.map((w, index) => sql`w${sql.literal(String(index))} AS (${w})`))} SELECT 1`
+}
+
 /**
  * Runs the decider over the batch on the state read at `heads` and builds the one statement that writes everything
  * (events, heads, projections); `undefined` when nothing is to be written.
@@ -49,109 +184,15 @@ export const decideBatch = (
   now: Date,
   newEventId: () => string
 ): StreamVersionConflict | Decided => {
-  const decisions: Array<BatchOutcome> = []
-  const companionHeads = new Map<string, bigint>()
-  const companionWrites: Array<Statement.Fragment> = []
-  const appends = new Map<string, Array<StreamAppend["events"][number]>>()
-  const touchedHolds = new Map<string, HoldState>()
-  const placedHolds = new Set<string>()
-  const touchedKeys = new Map<string, KeySpend>()
-  const newDeposits: Array<DepositRow> = []
-  const usage = new UsageTotals()
-  for (const item of items) {
-    const accountId = item.command.accountId
-    const companion = item.companion
-    if (companion !== undefined) {
-      // One companion per stream per batch: two read-model upserts of one row cannot share a statement.
-      const head = heads.get(companion.stream) ?? 0n
-      const fresh = companion.expected === "no_stream" ? head === 0n : head === companion.expected
-      if (!fresh || companionHeads.has(companion.stream)) {
-        decisions.push({ _tag: "CompanionConflict", stream: companion.stream })
-        continue
-      }
-    }
-    const before = states.get(accountId) as AccountState
-    const decision = decide(before, item.command)
-    decisions.push(decision)
-    if (decision._tag === "Rejected" || decision.events.length === 0) continue
-    if (companion !== undefined) {
-      companionHeads.set(companion.stream, (heads.get(companion.stream) ?? 0n) + BigInt(companion.events.length))
-      appends.set(
-        companion.stream,
-        companion.events.map((event) => ({
-          eventId: newEventId(),
-          type: event.type,
-          data: event.data,
-          metadata: item.metadata
-        }))
-      )
-      companionWrites.push(companion.projection(sql))
-    }
-    let state = before
-    const stream = accountStream(accountId)
-    const pending = appends.get(stream) ?? []
-    appends.set(stream, pending)
-    for (const event of decision.events) {
-      state = evolve(state, event)
-      pending.push({
-        eventId: newEventId(),
-        type: event.type,
-        schemaVersion: currentSchemaVersion(event.type),
-        data: event.data,
-        metadata: item.metadata
-      })
-      if (event.type === "FundsDeposited") {
-        newDeposits.push({
-          accountId,
-          reference: event.data.reference,
-          amount: state.depositReferences.get(event.data.reference) as bigint,
-          at: event.data.at
-        })
-      }
-      if (event.type !== "AccountOpened" && event.type !== "FundsDeposited") {
-        const hold = state.holds.get(event.data.holdId) as HoldState
-        usage.add(usageDelta(event, hold))
-        touchedHolds.set(hold.holdId, hold)
-        if (event.type === "HoldPlaced") placedHolds.add(hold.holdId)
-        if (hold.keyId !== null && state.keys.has(hold.keyId)) {
-          touchedKeys.set(hold.keyId, state.keys.get(hold.keyId) as KeySpend)
-        }
-      }
-    }
-    states.set(accountId, state)
-  }
-  if (appends.size === 0) return { decisions, write: undefined, versions: new Map(), hashes: new Map() }
-  const plan = planAppends(
-    [...appends].map(([stream, events]) => ({
-      stream,
-      expected: heads.get(stream) ?? "no_stream",
-      events
-    })),
-    heads,
-    now
-  )
+  const writes = new BatchWrites(sql, newEventId)
+  const decisions = items.map((item) => decideItem(item, heads, states, writes))
+  if (writes.appends.size === 0) return { decisions, write: undefined, versions: new Map(), hashes: new Map() }
+  const expected = [...writes.appends].map(([stream, events]) => ({
+    stream,
+    expected: heads.get(stream) ?? ("no_stream" as const),
+    events
+  }))
+  const plan = planAppends(expected, heads, now)
   if (plan instanceof StreamVersionConflict) return plan
-  const accountRows = [...appends.keys()]
-    .filter((stream) => stream.startsWith("account-"))
-    .map((stream) => ({
-      state: states.get(stream.slice("account-".length)) as AccountState,
-      version: plan.versions.get(stream) as bigint
-    }))
-  const writes = [
-    insertEventsSql(sql, plan.records),
-    upsertAccountsSql(sql, "public", accountRecords(accountRows)),
-    ...holdWrites(sql, touchedHolds, placedHolds),
-    ...(touchedKeys.size > 0 ? [updateKeySpendSql(sql, "public", keySpendRecords([...touchedKeys]))] : []),
-    ...(newDeposits.length > 0 ? [insertDepositsSql(sql, "public", depositRecords(newDeposits))] : []),
-    ...(usage.size > 0 ? [addUsageSql(sql, "public", usageRecords(usage.values()))] : []),
-    ...companionWrites,
-    // Last on purpose: Postgres runs unreferenced data-modifying CTEs last-declared first, so the optimistic write
-    // takes the head rows before any other row lock, in the same order as the locked path; a writer then waits on
-    // the head instead of deadlocking with one that holds it (the order is not a documented guarantee: a deadlock is
-    // still caught below and treated as a collision).
-    upsertHeadsSql(sql, plan)
-  ]
-  // One statement: data-modifying CTEs all see the same snapshot and commit (or fail) together.
-  const write = sql`WITH ${sql.csv(writes.map((w, index) => sql`w${sql.literal(String(index))} AS (${w})`))} SELECT 1`
-  return { decisions, write, versions: plan.versions, hashes: plan.hashes }
+  return { decisions, write: batchStatement(sql, writes, states, plan), versions: plan.versions, hashes: plan.hashes }
 }
