@@ -3,7 +3,9 @@ import { defineConfig } from "vitest/config"
 /**
  * Files whose checks are about time or the whole machine (a health answer within 100 ms beside a 30 MB prompt,
  * `kill -9` of a child gateway and its restart, a database restart, a drain within its grace, CPU per request, the
- * coding agents' CLIs): they run last, one at a time, with the machine to themselves, each file in a fresh process.
+ * coding agents' CLIs, `npm start` itself, which builds the console into dist/ when it is missing and must not race
+ * the console's own test doing the same): they run last, one at a time, with the machine to themselves, each file in
+ * a fresh process.
  * Everything else runs two files at a time — on a 2-core machine vitest's default is one (cores − 1), which left the
  * second core to Postgres alone and CI at 26 minutes (22 with this split) — in two long-lived worker processes that
  * load each module once (`isolate: false`): a fresh process per file spent more CPU importing effect, the SDKs and
@@ -19,6 +21,7 @@ const alone = [
   "test/faults/ResponsesKill.test.ts",
   "test/faults/PostgresRestart.test.ts",
   "test/faults/StartStop.test.ts",
+  "test/smoke/NpmStart.test.ts",
   "test/bench/**/*.test.ts",
   "test/agents/**/*.test.ts"
 ]
