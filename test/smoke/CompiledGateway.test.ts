@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { untilAnswers } from "../support/Answers.ts"
 
 const root = resolve(import.meta.dirname, "../..")
 const script = join(root, "scripts/build-gateway.mjs")
@@ -26,18 +27,6 @@ beforeAll(() => {
   if (built.status !== 0) throw new Error(`build failed: ${built.stdout}${built.stderr}`)
 }, 120_000)
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
-
-const waitFor = async (url: string, deadline: number, log: () => string): Promise<void> => {
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(url, { signal: AbortSignal.timeout(2_000) })).ok) return
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`${url} did not answer in time; output:\n${log()}`)
-}
 
 describe("the compiled gateway", () => {
   it("is rebuilt only when an input is newer than the bundle", () => {
@@ -92,7 +81,7 @@ plugins: ["${join(root, "examples/plugin-echo/index.ts")}"]
         child.stdout?.on("data", (chunk) => (output += chunk))
         child.stderr?.on("data", (chunk) => (output += chunk))
         const base = `http://127.0.0.1:${port}`
-        await waitFor(`${base}/readyz`, Date.now() + 60_000, () => output)
+        await untilAnswers(`${base}/readyz`, Date.now() + 60_000, () => output)
         const admin = async (path: string, body: unknown) => {
           const response = await fetch(`${base}${path}`, {
             method: "POST",

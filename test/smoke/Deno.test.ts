@@ -8,19 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-
-const waitFor = async (url: string, deadline: number): Promise<void> => {
-  while (Date.now() < deadline) {
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) })
-      if (response.ok) return
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250))
-  }
-  throw new Error(`${url} did not answer in time`)
-}
+import { untilAnswers } from "../support/Answers.ts"
 
 describe("Deno", () => {
   it("serves /healthz, the admin API and /v1 (a chat, a stream, each held and settled) from src/main.ts", {
@@ -38,7 +26,7 @@ describe("Deno", () => {
       child.stdout?.on("data", (chunk) => (output += chunk))
       child.stderr?.on("data", (chunk) => (output += chunk))
       const base = `http://127.0.0.1:${port}`
-      await waitFor(`${base}/healthz`, Date.now() + 60_000)
+      await untilAnswers(`${base}/healthz`, Date.now() + 60_000)
       const token = readFileSync(join(dataDir, "admin-token"), "utf8").trim()
       const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
       const created = await fetch(`${base}/admin/accounts`, {

@@ -8,33 +8,9 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { closesBy, untilAnswers } from "../support/Answers.ts"
 
 const root = resolve(import.meta.dirname, "../..")
-
-const waitFor = async (url: string, deadline: number, log: () => string): Promise<void> => {
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(url, { signal: AbortSignal.timeout(2_000) })).ok) return
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`${url} did not answer in time; output:\n${log()}`)
-}
-
-/** Whether `url` stops answering before `deadline`. */
-const closes = async (url: string, deadline: number): Promise<boolean> => {
-  while (Date.now() < deadline) {
-    const answered = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then(
-      () => true,
-      () => false
-    )
-    if (!answered) return true
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  return false
-}
 
 const exited = (child: ChildProcess): Promise<number | null> =>
   new Promise((resolve) => {
@@ -60,7 +36,7 @@ describe("npm start", () => {
     const group = child.pid ?? 0
     try {
       const base = `http://127.0.0.1:${port}`
-      await waitFor(`${base}/readyz`, Date.now() + 200_000, () => output)
+      await untilAnswers(`${base}/readyz`, Date.now() + 200_000, () => output)
       const token = readFileSync(join(dataDir, "admin-token"), "utf8").trim()
       const admin = { authorization: `Bearer ${token}`, "content-type": "application/json" }
       const post = (path: string, body: unknown, headers = admin) =>
@@ -92,7 +68,7 @@ describe("npm start", () => {
       const exit = exited(child)
       process.kill(-group, "SIGTERM")
       await exit
-      assert.isTrue(await closes(`${base}/healthz`, Date.now() + 30_000), output)
+      assert.isTrue(await closesBy(`${base}/healthz`, Date.now() + 30_000), output)
     } finally {
       try {
         process.kill(-group, "SIGKILL")
