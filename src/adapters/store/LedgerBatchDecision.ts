@@ -79,24 +79,36 @@ class BatchWrites {
     this.companionWrites.push(companion.projection(this.sql))
   }
 
-  /** One of an account's new events: appended to its stream, with the projection rows it moves. The state after it. */
-  addEvent(
+  /**
+   * An accepted command's events, appended to its account's stream in order, with the projection rows each moves. The
+   * account's state after them.
+   */
+  addEvents(
     accountId: string,
     before: AccountState,
-    event: LedgerEvent,
+    events: ReadonlyArray<LedgerEvent>,
     metadata: Record<string, unknown>
   ): AccountState {
-    const state = evolve(before, event)
     const stream = accountStream(accountId)
     const pending = this.appends.get(stream) ?? []
     this.appends.set(stream, pending)
-    pending.push({
-      eventId: this.newEventId(),
-      type: event.type,
-      schemaVersion: currentSchemaVersion(event.type),
-      data: event.data,
-      metadata
-    })
+    let state = before
+    for (const event of events) {
+      state = evolve(state, event)
+      pending.push({
+        eventId: this.newEventId(),
+        type: event.type,
+        schemaVersion: currentSchemaVersion(event.type),
+        data: event.data,
+        metadata
+      })
+      this.noteProjections(accountId, state, event)
+    }
+    return state
+  }
+
+  /** The projection rows `event` moves, read from the account's `state` after it. */
+  private noteProjections(accountId: string, state: AccountState, event: LedgerEvent): void {
     if (event.type === "FundsDeposited") {
       this.newDeposits.push({
         accountId,
@@ -113,7 +125,6 @@ class BatchWrites {
         this.touchedKeys.set(hold.keyId, state.keys.get(hold.keyId) as KeySpend)
       }
     }
-    return state
   }
 }
 
@@ -133,9 +144,7 @@ const decideItem = (
   const decision = decide(before, item.command)
   if (decision._tag === "Rejected" || decision.events.length === 0) return decision
   if (companion !== undefined) writes.addCompanion(companion, heads, item.metadata)
-  let state = before
-  for (const event of decision.events) state = writes.addEvent(accountId, state, event, item.metadata)
-  states.set(accountId, state)
+  states.set(accountId, writes.addEvents(accountId, before, decision.events, item.metadata))
   return decision
 }
 
