@@ -12,6 +12,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { untilAnswers } from "../support/Answers.ts"
+import { freePort } from "../support/Ports.ts"
 
 const root = resolve(import.meta.dirname, "../..")
 const script = join(root, "scripts/build-gateway.mjs")
@@ -60,7 +61,7 @@ plugins: ["${join(root, "examples/plugin-echo/index.ts")}"]
       )
       const url = new URL(databaseUrl ?? "")
       url.pathname = `/${database}`
-      const port = 20_000 + Math.floor(Math.random() * 20_000)
+      const port = await freePort()
       const token = randomBytes(24).toString("hex")
       let child: ChildProcess | undefined
       let output = ""

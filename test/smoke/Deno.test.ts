@@ -9,13 +9,14 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { untilAnswers } from "../support/Answers.ts"
+import { freePort } from "../support/Ports.ts"
 
 describe("Deno", () => {
   it("serves /healthz, the admin API and /v1 (a chat, a stream, each held and settled) from src/main.ts", {
     timeout: 120_000
   }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "tollgate-deno-"))
-    const port = 20_000 + Math.floor(Math.random() * 20_000)
+    const port = await freePort()
     let child: ChildProcess | undefined
     let output = ""
     try {

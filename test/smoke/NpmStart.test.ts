@@ -9,19 +9,20 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { closesBy, untilAnswers } from "../support/Answers.ts"
+import { freePort } from "../support/Ports.ts"
 
 const root = resolve(import.meta.dirname, "../..")
 
-const exited = (child: ChildProcess): Promise<number | null> =>
+const exited = (child: ChildProcess): Promise<void> =>
   new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve(child.exitCode)
-    child.once("exit", (code) => resolve(code))
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once("exit", () => resolve())
   })
 
 describe("npm start", () => {
   it("serves a billed chat on the embedded store, then exits on SIGTERM", { timeout: 240_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "tollgate-npm-start-"))
-    const port = 20_000 + Math.floor(Math.random() * 20_000)
+    const port = await freePort()
     const { DATABASE_URL: _none, ...environment } = process.env
     let output = ""
     // Its own process group: npm, the shell it runs the script in and node are stopped together.
@@ -33,8 +34,10 @@ describe("npm start", () => {
     })
     child.stdout?.on("data", (chunk) => (output += chunk))
     child.stderr?.on("data", (chunk) => (output += chunk))
-    const group = child.pid ?? 0
+    // Signalled as -pid below: without a pid (the spawn failed) that would be this test's own group.
+    const group = child.pid
     try {
+      if (group === undefined) throw new Error(`npm could not be started:\n${output}`)
       const base = `http://127.0.0.1:${port}`
       await untilAnswers(`${base}/readyz`, Date.now() + 200_000, () => output)
       const token = readFileSync(join(dataDir, "admin-token"), "utf8").trim()
@@ -71,7 +74,7 @@ describe("npm start", () => {
       assert.isTrue(await closesBy(`${base}/healthz`, Date.now() + 30_000), output)
     } finally {
       try {
-        process.kill(-group, "SIGKILL")
+        if (group !== undefined) process.kill(-group, "SIGKILL")
       } catch {
         // the whole group is gone
       }
