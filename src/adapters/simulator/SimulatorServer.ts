@@ -44,6 +44,8 @@ export interface SimulatorOptions {
   readonly createdSeconds?: number | undefined
   /** Simulated wall-clock time of a video task from submit to its end (default 20 000 ms; queued for the first 10%). */
   readonly videoMillis?: number | undefined
+  /** The clock video tasks advance by (default the wall clock); a test can hold and step it to see each phase. */
+  readonly videoClock?: (() => number) | undefined
   /** Wall-clock time from a vendor batch's submit to its results (default 2 000 ms; batches/VendorBatchJobs.ts). */
   readonly batchMillis?: number | undefined
 }
@@ -99,7 +101,11 @@ export const startSimulator = (options: SimulatorOptions = {}): Promise<RunningS
   let closed = false
   const timers = new Set<NodeJS.Timeout>()
   let baseUrl = ""
-  const videos = makeVideoJobs({ videoMillis: options.videoMillis ?? DEFAULT_VIDEO_MILLIS, baseUrl: () => baseUrl })
+  const videos = makeVideoJobs({
+    videoMillis: options.videoMillis ?? DEFAULT_VIDEO_MILLIS,
+    baseUrl: () => baseUrl,
+    now: options.videoClock
+  })
   const audio = makeAudioTools()
   const vendorBatches = makeVendorBatchJobs({ batchMillis: options.batchMillis ?? DEFAULT_BATCH_MILLIS })
 

@@ -246,9 +246,15 @@ describe("Ark content-generation tasks on the simulator", () => {
 })
 
 describe("Ark task lifecycle timing and cancellation", () => {
+  // The tasks here run on a clock the test holds and steps, so each phase is seen however slow the host is.
+  const TASK_MILLIS = 1000
+  let clockMs = Date.now()
+  const step = (ms: number) => {
+    clockMs += ms
+  }
   let slow: RunningSimulator
   beforeAll(async () => {
-    slow = await startSimulator({ videoMillis: 1500 })
+    slow = await startSimulator({ videoMillis: TASK_MILLIS, videoClock: () => clockMs })
   })
   afterAll(async () => {
     await slow.close()
@@ -256,28 +262,35 @@ describe("Ark task lifecycle timing and cancellation", () => {
 
   it("queued for the first 10%, then running, then succeeded", async () => {
     const created = await call(slow, "POST", TASKS, small("timed", { duration: 2 }))
-    const first = await call(slow, "GET", `${TASKS}/${created.body.id}`)
-    assert.strictEqual(first.body.status, "queued")
-    const seen = await pollUntil(slow, `${TASKS}/${created.body.id}`, isFinal)
-    const statuses = seen
-      .map((t: Body) => t.status)
-      .filter((s: string, i: number, all: Array<string>) => all[i - 1] !== s)
-    assert.deepStrictEqual(statuses, ["queued", "running", "succeeded"])
+    const path = `${TASKS}/${created.body.id}`
+    const at = async (ms: number) => {
+      step(ms)
+      return (await call(slow, "GET", path)).body.status
+    }
+    const statuses = [await at(0), await at(0.1 * TASK_MILLIS - 1), await at(1), await at(0.9 * TASK_MILLIS - 1)]
+    assert.deepStrictEqual(statuses, ["queued", "queued", "running", "running"])
+    step(1)
+    // At the end it stays running until the render is done, then it has succeeded.
+    const seen = await pollUntil(slow, path, isFinal)
+    assert.isTrue(seen.slice(0, -1).every((t: Body) => t.status === "running"))
+    assert.strictEqual(seen.at(-1)?.status, "succeeded")
   })
 
   it("DELETE cancels a queued task, refuses a running one, deletes a finished one", async () => {
     const queued = await call(slow, "POST", TASKS, small("cancel me"))
+    step(0.1 * TASK_MILLIS - 1)
     const cancelled = await call(slow, "DELETE", `${TASKS}/${queued.body.id}`)
     assert.strictEqual(cancelled.status, 200)
     const after = await call(slow, "GET", `${TASKS}/${queued.body.id}`)
     assert.strictEqual(after.body.status, "cancelled")
-    await new Promise((resolve) => setTimeout(resolve, 1600))
+    step(2 * TASK_MILLIS)
     const still = await call(slow, "GET", `${TASKS}/${queued.body.id}`)
     assert.strictEqual(still.body.status, "cancelled")
     assert.isUndefined(still.body.content)
 
     const running = await call(slow, "POST", TASKS, small("running [sim:video-stall]"))
-    await pollUntil(slow, `${TASKS}/${running.body.id}`, (t) => t.status === "running")
+    step(0.1 * TASK_MILLIS)
+    assert.strictEqual((await call(slow, "GET", `${TASKS}/${running.body.id}`)).body.status, "running")
     const refused = await call(slow, "DELETE", `${TASKS}/${running.body.id}`)
     assert.strictEqual(refused.status, 409)
     assert.isString(refused.body.error.code)
