@@ -10,7 +10,10 @@
  * each order.
  *
  *   npm run bench -- paired --a <main.js> --b <main.js> [--rung postgres|memory|pglite] [--rounds 8] [--seconds 5]
- *                           [--connections 32] [--stream]
+ *                           [--connections 32] [--stream] [--a-env K=V,…] [--b-env K=V,…]
+ *
+ * `--a-env` / `--b-env` start that side's server with these environment variables too: one build under two settings
+ * the process reads at its start (a V8 or allocator variable, say), given the same build as `--a` and `--b`.
  *
  * A build is a bundle made by `node scripts/build-gateway.mjs --out <folder inside the repository>` (add
  * `--entry bench/ladder/MemoryLedgerGateway.ts` for the memory rung), e.g. one from a stash of the change, one with it.
@@ -39,24 +42,43 @@ const rounds = number("rounds", 8)
 const seconds = number("seconds", 5)
 const connections = number("connections", 32)
 const streamed = flag("stream")
+const envOf = (text: string | undefined): Record<string, string> =>
+  Object.fromEntries(
+    (text ?? "")
+      .split(",")
+      .filter((pair) => pair.includes("="))
+      .map((pair) => [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)])
+  )
+const sideEnv = { A: envOf(option("a-env")), B: envOf(option("b-env")) }
 
 pin(process.pid, 1)
 const runDir = mkdtempSync(join(tmpdir(), "tollgate-paired-"))
 const { origin: mockOrigin } = await startMockUpstream(runDir, 0)
 
 /** The rung with `script` in place of its usual build (the variables the ladder reads for before/after runs). */
-const start = async (script: string, side: string): Promise<RungServer> => {
+const start = async (script: string, side: string, env: Record<string, string>): Promise<RungServer> => {
   process.env[rung === "memory" ? "BENCH_MEMORY_SCRIPT" : "BENCH_GATEWAY_SCRIPT"] = resolve(script)
   // Each side in its own folder: its config, log and (PGlite) data directory.
   const sideDir = join(runDir, side)
   mkdirSync(sideDir)
-  const server = await startRung(rung, { runDir: sideDir, mockOrigin, core: 0, keys: connections })
-  if (server === undefined) throw new Error(`${rung}: could not start ${script}`)
-  return server
+  // The server inherits this process's environment as it starts: the side's variables only for its start.
+  const saved = Object.fromEntries(Object.keys(env).map((name) => [name, process.env[name]]))
+  Object.assign(process.env, env)
+  try {
+    const server = await startRung(rung, { runDir: sideDir, mockOrigin, core: 0, keys: connections })
+    if (server === undefined) throw new Error(`${rung}: could not start ${script}`)
+    return server
+  } finally {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name]
+      else process.env[name] = value
+    }
+  }
 }
 /** Both servers, the one started first first: half of the rounds run with each order (see the header). */
 const startBoth = async (first: "A" | "B", half: number): Promise<Record<"A" | "B", RungServer>> => {
-  const startSide = (name: "A" | "B") => start(name === "A" ? scriptA : scriptB, `${name.toLowerCase()}${half}`)
+  const startSide = (name: "A" | "B") =>
+    start(name === "A" ? scriptA : scriptB, `${name.toLowerCase()}${half}`, sideEnv[name])
   const one = await startSide(first)
   const other = await startSide(first === "A" ? "B" : "A")
   return first === "A" ? { A: one, B: other } : { A: other, B: one }
@@ -86,7 +108,15 @@ const load = (server: RungServer, forSeconds: number) =>
     ttfb: false
   })
 
-console.log(`paired ${rung}${streamed ? ", streamed" : ""}: A ${scriptA}, B ${scriptB}; start: ${uptime()}`)
+const envText = (env: Record<string, string>) =>
+  Object.keys(env).length === 0
+    ? ""
+    : ` (${Object.entries(env)
+        .map(([name, value]) => `${name}=${value}`)
+        .join(", ")})`
+console.log(
+  `paired ${rung}${streamed ? ", streamed" : ""}: A ${scriptA}${envText(sideEnv.A)}, B ${scriptB}${envText(sideEnv.B)}; start: ${uptime()}`
+)
 for (const server of Object.values(servers)) await load(server, 3)
 type Round = { readonly cpu: number; readonly pg: number; readonly rps: number }
 const results: Record<"A" | "B", Array<Round>> = { A: [], B: [] }
