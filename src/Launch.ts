@@ -10,6 +10,7 @@ import { type AppOptions, DEFAULT_SHUTDOWN_GRACE_SECONDS, serverLayer, servicesL
 import { adminTokenPath, ensureDemoAccount, loadOrCreateAdminToken, saveFirstStartSecrets } from "./app/FirstStart.ts"
 import { parseTrustProxy } from "./http/AuthThrottle.ts"
 import { makeBatchedJsonLogger } from "./adapters/telemetry/JsonLogger.ts"
+import * as IdleCollection from "./adapters/runtime/IdleCollection.ts"
 
 const settings = Config.all({
   port: Config.Port("PORT").pipe(Config.withDefault(8080)),
@@ -146,7 +147,9 @@ const program = (overrides: LaunchOverrides) =>
         { port: config.port, host: config.host, shutdownGraceSeconds: config.shutdownGraceSeconds },
         tracing
       ),
-      firstStart
+      firstStart,
+      // The process's heap, given back once it goes quiet after work (a process-wide matter: here, not in the server).
+      IdleCollection.layer()
     )
     return yield* Layer.launch(app)
   })
