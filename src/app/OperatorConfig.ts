@@ -41,7 +41,10 @@ const readVariables = Effect.fnUntraced(function* (names: ReadonlySet<string>) {
   return env
 })
 
-/** The YAML parser, loaded with the first YAML text: a gateway on the built-in catalog never needs it (~80 ms of start). */
+/**
+ * The YAML parser, loaded with the first YAML text: a gateway on the built-in catalog never needs it (~80 ms of
+ * start, bench/README.md "Start-up (sixth session)").
+ */
 let yamlModule: Promise<typeof import("yaml")> | undefined
 const loadYaml = Effect.promise(() => {
   yamlModule ??= import("yaml")

@@ -10,7 +10,8 @@
  */
 import { discard } from "../upstream/ResponseBody.ts"
 import { Duration, Effect, Layer } from "effect"
-import { Agent, type Dispatcher, request } from "undici"
+import type { Dispatcher } from "undici"
+import { loadUndici } from "../upstream/LazyUndici.ts"
 import {
   type AllowList,
   allowsAddress,
@@ -141,6 +142,7 @@ export const makeGuardedFetcher = (options: GuardedFetcherOptions = {}): Guarded
       }
     ) =>
       Effect.gen(function* () {
+        const { Agent, request } = yield* loadUndici
         const agent = yield* Effect.acquireRelease(
           Effect.sync(() => new Agent({ connect: { lookup: pinnedLookup(addresses) } })),
           (agent, exit) =>

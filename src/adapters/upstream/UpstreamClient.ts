@@ -6,7 +6,8 @@
  */
 import { noteUpstream } from "../../app/RequestTelemetry.ts"
 import { Clock, Context, Effect, Layer } from "effect"
-import { type Dispatcher, Pool } from "undici"
+import type { Dispatcher, Pool } from "undici"
+import { loadUndici, type Undici, undiciNow } from "./LazyUndici.ts"
 import { discard, ResponseBody } from "./ResponseBody.ts"
 import {
   credentialHeaders,
@@ -83,13 +84,13 @@ export class UpstreamClient extends Context.Service<
       const targets = new WeakMap<UpstreamTarget, Target>()
       yield* Effect.addFinalizer(() => closePools(pools))
 
-      const target = (upstream: UpstreamTarget): Target => {
+      const target = (undici: Undici, upstream: UpstreamTarget): Target => {
         const known = targets.get(upstream)
         if (known !== undefined) return known
         const url = new URL(upstream.baseUrl)
         let pool = pools.get(url.origin)
         if (pool === undefined) {
-          pool = new Pool(url.origin, {
+          pool = new undici.Pool(url.origin, {
             connections: upstream.maxConnections,
             keepAliveTimeout: 60_000,
             connect: { timeout: 10_000 }
@@ -110,7 +111,8 @@ export class UpstreamClient extends Context.Service<
 
       const request = Effect.fnUntraced(function* (request: UpstreamRequest) {
         const { upstream } = request
-        const { pool, basePath, defaults, defaultsWithBody, credentials, query } = target(upstream)
+        const undici = undiciNow() ?? (yield* loadUndici)
+        const { pool, basePath, defaults, defaultsWithBody, credentials, query } = target(undici, upstream)
         const timeouts = {
           headersMs: request.timeoutMs ?? upstream.timeoutMs,
           idleMs: request.idleTimeoutMs ?? upstream.idleTimeoutMs
