@@ -1,8 +1,8 @@
 /**
  * undici, imported with the first upstream call or guarded fetch instead of at start. Its module graph (fetch,
  * websockets, the cache, the mock agent…) costs ~100 ms of CPU to load, which the gateway would otherwise spend before
- * it answers `/readyz` (bench/README.md, "Start-up (sixth session)"). Once loaded it is a
- * plain value: the request path reads it without a step.
+ * it answers `/readyz` (bench/README.md, "Start-up (sixth session)"). Once loaded it is a plain value: the request
+ * path reads it without a step.
  */
 import { Effect } from "effect"
 
