@@ -3,10 +3,7 @@
  * a gateway on the built-in catalog never loads it. Checked in a fresh process, where nothing else has loaded it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { execFileSync } from "node:child_process"
-import { resolve } from "node:path"
-
-const root = resolve(import.meta.dirname, "../..")
+import { inFreshProcess } from "../support/FreshProcess.ts"
 
 const script = `
 import { createRequire } from "node:module"
@@ -24,12 +21,7 @@ console.log(JSON.stringify({ afterJson, afterYaml: loaded(), models: config.mode
 
 describe("the YAML parser", () => {
   it("is loaded by the first YAML config, not at import", { timeout: 60_000 }, () => {
-    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-      cwd: root,
-      encoding: "utf8",
-      env: { ...process.env, NODE_OPTIONS: "" }
-    })
-    const result = JSON.parse(out.trim().split("\n").at(-1) ?? "{}")
+    const result = inFreshProcess<{ afterJson: number; afterYaml: number; models: Array<string> }>(script)
     assert.strictEqual(result.afterJson, 0)
     assert.isAbove(result.afterYaml, 0)
     assert.deepStrictEqual(result.models, ["m"])

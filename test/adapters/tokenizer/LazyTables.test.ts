@@ -3,10 +3,7 @@
  * checked in a fresh process, where nothing else has counted yet.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { execFileSync } from "node:child_process"
-import { resolve } from "node:path"
-
-const root = resolve(import.meta.dirname, "../../..")
+import { inFreshProcess } from "../../support/FreshProcess.ts"
 
 const script = `
 import { createRequire } from "node:module"
@@ -23,12 +20,7 @@ console.log(JSON.stringify({ before, after, count, library: countTokens(text) })
 
 describe("the tokenizer's tables", () => {
   it("are loaded by the first count, not at import", { timeout: 60_000 }, () => {
-    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-      cwd: root,
-      encoding: "utf8",
-      env: { ...process.env, NODE_OPTIONS: "" }
-    })
-    const result = JSON.parse(out.trim().split("\n").at(-1) ?? "{}") as Record<string, number>
+    const result = inFreshProcess<Record<string, number>>(script)
     assert.strictEqual(result.before, 0)
     assert.isAbove(result.after, 0)
     assert.isAbove(result.count, 0)

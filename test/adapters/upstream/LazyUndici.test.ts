@@ -3,10 +3,7 @@
  * (src/adapters/upstream/LazyUndici.ts): checked in a fresh process, where nothing else has loaded it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { execFileSync } from "node:child_process"
-import { resolve } from "node:path"
-
-const root = resolve(import.meta.dirname, "../../..")
+import { inFreshProcess } from "../../support/FreshProcess.ts"
 
 const script = `
 import { createRequire } from "node:module"
@@ -38,12 +35,11 @@ console.log(JSON.stringify({ before, after: { modules: loaded(), now: undiciNow(
 
 describe("undici", () => {
   it("is loaded by the first upstream call, not by importing the clients", { timeout: 60_000 }, () => {
-    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-      cwd: root,
-      encoding: "utf8",
-      env: { ...process.env, NODE_OPTIONS: "" }
-    })
-    const result = JSON.parse(out.trim().split("\n").at(-1) ?? "{}")
+    const result = inFreshProcess<{
+      before: { modules: number; now: boolean }
+      after: { modules: number; now: boolean }
+      status: number
+    }>(script)
     assert.deepStrictEqual(result.before, { modules: 0, now: false })
     assert.isAbove(result.after.modules, 0)
     assert.isTrue(result.after.now)
