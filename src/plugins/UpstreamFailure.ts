@@ -1,13 +1,12 @@
 /**
- * What an upstream's failure means to a client, and the upstream loop every family but video shares (text, chat-style
- * and dedicated images, embeddings, transcription, speech): a model's upstreams of the right protocol are tried in
- * configured order, moving on only when the same request might succeed elsewhere (a refused key, a retryable status,
- * an unreachable host). A `PluginFailure` from an attempt (the request itself is wrong) ends the loop at once. A
- * routed call (app/routing) hands the plugin one upstream, the deployment routing chose, and failover between
- * deployments is routing's; the loop serves a plugin called with a whole model. Video keeps its own rule: a
- * timeout after a task was sent is ambiguous there (the task may exist), so it is not sent elsewhere.
+ * What an upstream's failure means to a client, and the one attempt every routed family makes (text, chat-style and
+ * dedicated images, embeddings, transcription, speech). Routing (app/routing/Deployments.ts) hands the plugin the
+ * model narrowed to the deployment it chose, so a plugin calls that one upstream once and says what its failure means;
+ * whether another deployment is worth an attempt is decided there, once, from that failure (AttemptRules.ts `judge`).
+ * Video is not routed and keeps its own loop (VideoPlugin.ts): a timeout after a task was sent is ambiguous there
+ * (the task may exist), so it is not sent elsewhere.
  */
-import { Effect, Result } from "effect"
+import { Effect } from "effect"
 import { asRecord, isRecord, parseJson } from "./text/convert/json.ts"
 import type { UpstreamError } from "../adapters/upstream/UpstreamError.ts"
 import type { UpstreamConfig, UpstreamProtocol } from "./ModelPlugin.ts"
@@ -79,13 +78,6 @@ export const failureFromUpstream = (error: UpstreamError): PluginFailure => {
   }
 }
 
-/** A failure worth trying the next upstream for. */
-export const worthAnotherUpstream = (error: UpstreamError): boolean => {
-  const reason = error.reason
-  if (reason._tag === "HttpStatus") return reason.status === 401 || reason.status === 403 || reason.isRetryable
-  return reason._tag === "ConnectFailed" || reason._tag === "Timeout" || reason._tag === "ConnectionLost"
-}
-
 const isPluginFailure = (error: UpstreamError | PluginFailure): error is PluginFailure => error._tag === "PluginFailure"
 
 /** The model's upstreams that speak one of `protocols`, in configured order. */
@@ -94,30 +86,21 @@ export const upstreamsFor = (
   protocols: ReadonlyArray<UpstreamProtocol>
 ): ReadonlyArray<UpstreamConfig> => model.upstreams.filter((upstream) => protocols.includes(upstream.protocol))
 
-/** The first upstream's answer; `upstreams` must already be those the family can call. */
-export const withFallback = <A, U extends UpstreamConfig = UpstreamConfig>(
+/**
+ * One attempt on the upstream routing chose: the first of `upstreams` (those of the model the family can call; a
+ * routed model holds one), its failure as the client is to see it. None: the model is misconfigured for the family.
+ */
+export const onUpstream = <A, U extends UpstreamConfig = UpstreamConfig>(
   model: PluginModel,
   upstreams: ReadonlyArray<U>,
   family: string,
   attempt: (upstream: U) => Effect.Effect<A, UpstreamError | PluginFailure>
-): Effect.Effect<A, PluginFailure> =>
-  Effect.gen(function* () {
-    if (upstreams.length === 0) {
-      return yield* Effect.fail(
-        pluginFailure("misconfigured", `model ${model.id} has no upstream its ${family} plugin can call`)
-      )
-    }
-    let last: PluginFailure = pluginFailure("unavailable", "no upstream answered")
-    for (const upstream of upstreams) {
-      const outcome = yield* Effect.result(attempt(upstream))
-      if (Result.isSuccess(outcome)) return outcome.success
-      const error = outcome.failure
-      if (isPluginFailure(error)) return yield* Effect.fail(error)
-      last = failureFromUpstream(error)
-      if (!worthAnotherUpstream(error)) break
-      yield* Effect.logWarning(`${family} upstream failed, trying the next one`).pipe(
-        Effect.annotateLogs({ upstream: upstream.name, model: model.id, reason: last.reason })
-      )
-    }
-    return yield* Effect.fail(last)
-  })
+): Effect.Effect<A, PluginFailure> => {
+  const upstream = upstreams[0]
+  if (upstream === undefined) {
+    return Effect.fail(
+      pluginFailure("misconfigured", `model ${model.id} has no upstream its ${family} plugin can call`)
+    )
+  }
+  return Effect.mapError(attempt(upstream), (error) => (isPluginFailure(error) ? error : failureFromUpstream(error)))
+}

@@ -70,7 +70,11 @@ export interface PriceKeys {
 /** One catalog model as its plugin sees it. */
 export interface PluginModel {
   readonly id: string
-  /** In fallback order; never empty. */
+  /**
+   * Never empty. In a routed call (every kind's call but a video task's `create`) the one upstream the gateway's
+   * routing chose for this attempt: failover to another deployment is the gateway's, decided from the call's
+   * failure. Elsewhere (`check`, `notes`, pricing, video) every upstream of the model, in the operator's order.
+   */
   readonly upstreams: ReadonlyArray<UpstreamConfig>
   /** The model name to send upstream. */
   readonly upstreamModel: string

@@ -25,7 +25,7 @@ import type {
   PriceKeys
 } from "../ModelPlugin.ts"
 import { compact } from "../text/convert/json.ts"
-import { upstreamsFor, withFallback } from "../UpstreamFailure.ts"
+import { upstreamsFor, onUpstream } from "../UpstreamFailure.ts"
 
 export const SPEECH_PLUGIN_ID = "speech"
 
@@ -80,7 +80,7 @@ export const makeSpeechPlugin = (client: UpstreamClient["Service"]): SpeechPlugi
   const speak = (call: SpeechCall): Effect.Effect<SpeechReply, PluginFailure> =>
     Effect.suspend(() => {
       const body = JSON.stringify(speechBody(call))
-      return withFallback(call.model, upstreamsFor(call.model, ["openai"]), "speech", (upstream) =>
+      return onUpstream(call.model, upstreamsFor(call.model, ["openai"]), "speech", (upstream) =>
         Effect.map(
           client.request({
             upstream,

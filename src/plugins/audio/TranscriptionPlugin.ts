@@ -37,7 +37,7 @@ import {
   pluginFailure
 } from "../ModelPlugin.ts"
 import { asNumber, asRecord, asString, isRecord } from "../text/convert/json.ts"
-import { upstreamsFor, withFallback } from "../UpstreamFailure.ts"
+import { upstreamsFor, onUpstream } from "../UpstreamFailure.ts"
 
 export const TRANSCRIPTION_PLUGIN_ID = "transcription"
 
@@ -176,7 +176,7 @@ export const makeTranscriptionPlugin = (client: UpstreamClient["Service"]): Tran
   const transcribe = (call: TranscriptionCall): Effect.Effect<TranscriptionReply, PluginFailure> =>
     Effect.suspend(() => {
       const form = transcriptionForm(call)
-      return withFallback(call.model, upstreamsFor(call.model, ["openai"]), "transcription", (upstream) =>
+      return onUpstream(call.model, upstreamsFor(call.model, ["openai"]), "transcription", (upstream) =>
         attempt(call, upstream, form)
       )
     })

@@ -11,7 +11,7 @@ import type { PriceKeys } from "../ModelPlugin.ts"
 import type { ChatCall, ChatPlugin, ChatReply, PluginFailure, PricingRule } from "../ModelPlugin.ts"
 import type { ChatRequest, Usage } from "../text/convert/ChatIR.ts"
 import type { JsonRecord } from "../text/convert/json.ts"
-import { failureFromUpstream, upstreamsFor, withFallback } from "../UpstreamFailure.ts"
+import { failureFromUpstream, upstreamsFor, onUpstream } from "../UpstreamFailure.ts"
 import { geminiBodyFromChat, geminiBodyFromNative, hasTools, toolsRejected } from "./GeminiImageRequest.ts"
 import { completionFromGemini, MappedFrames, makeChunkMapper } from "./GeminiImageReply.ts"
 import type { ImageFetcher } from "./ImageInputs.ts"
@@ -32,7 +32,7 @@ export const makeChatImagePlugin = (client: UpstreamClient["Service"], fetcher: 
     const model = call.model.upstreamModel
     const path = call.request.stream ? GeminiPaths.streamGenerateContent(model) : GeminiPaths.generateContent(model)
     const text = JSON.stringify(body)
-    return withFallback(call.model, upstreamsFor(call.model, ["gemini"]), "image", (upstream) =>
+    return onUpstream(call.model, upstreamsFor(call.model, ["gemini"]), "image", (upstream) =>
       client.request({
         upstream,
         method: "POST",

@@ -23,7 +23,7 @@ import {
   pluginFailure
 } from "../ModelPlugin.ts"
 import { asArray, asCount, asRecord, asString, compact, isRecord, parseJson } from "../text/convert/json.ts"
-import { upstreamsFor, withFallback } from "../UpstreamFailure.ts"
+import { upstreamsFor, onUpstream } from "../UpstreamFailure.ts"
 import { checkedType, type ImageFetcher, resolveImageUrl } from "../chat-image/ImageInputs.ts"
 import { imageTokensForHold, INPUT_IMAGE_TOKENS } from "./ImageTokens.ts"
 import { encodeMultipart, type FormPart } from "./Multipart.ts"
@@ -159,7 +159,7 @@ export const DEDICATED_IMAGE_PRICE_KEYS: PriceKeys = { allowed: ["input", "outpu
 
 export const makeDedicatedImagePlugin = (client: UpstreamClient["Service"], fetcher: ImageFetcher): ImagesPlugin => {
   const send = (call: ImagesCall, path: string, body: Uint8Array | string, contentType: string) =>
-    withFallback(call.model, upstreamsFor(call.model, ["openai"]), "image", (upstream) =>
+    onUpstream(call.model, upstreamsFor(call.model, ["openai"]), "image", (upstream) =>
       client
         .request({
           upstream,

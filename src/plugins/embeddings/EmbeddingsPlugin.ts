@@ -25,7 +25,7 @@ import {
   type PricingRule,
   pluginFailure
 } from "../ModelPlugin.ts"
-import { upstreamsFor, withFallback } from "../UpstreamFailure.ts"
+import { upstreamsFor, onUpstream } from "../UpstreamFailure.ts"
 import { asArray, asNumber, asRecord, compact } from "../text/convert/json.ts"
 
 export const EMBEDDINGS_PLUGIN_ID = "embeddings"
@@ -249,7 +249,7 @@ export const makeEmbeddingsPlugin = (client: UpstreamClient["Service"]): Embeddi
           )
         )
       }
-      return yield* withFallback(call.model, upstreams, "embeddings", (upstream) =>
+      return yield* onUpstream(call.model, upstreams, "embeddings", (upstream) =>
         upstream.protocol === "gemini" ? gemini(call, upstream, texts) : openAi(call, upstream, input)
       )
     })

@@ -1,8 +1,8 @@
 /**
  * The built-in text family: one upstream call per attempt, in the upstream's own protocol. A client whose dialect
  * matches the upstream's is passed through untouched (only `model` is swapped, and streams always ask for usage);
- * any other pair is converted through the internal representation. Upstreams are tried in configured order until
- * one answers; once a stream is handed back the first byte may reach the client, so there is no fallback after it.
+ * any other pair is converted through the internal representation. Each attempt is on the one upstream routing chose
+ * (UpstreamFailure.ts `onUpstream`); another deployment is routing's to try, and only before a stream is handed back.
  */
 import { jsonBody } from "../../adapters/json/SlicedJson.ts"
 import { Effect, Result } from "effect"
@@ -21,7 +21,7 @@ import { signatureOriginOf, unpackToolId } from "./convert/thinkingSignature.ts"
 import { restoreToolId, sanitizeToolId } from "./convert/toolId.ts"
 import { outputCap, TEXT_PRICE_KEYS, textPricing } from "./TextPricing.ts"
 import { dialectOf, hostedToolNotes, hostedToolRefusal, isTextProtocol, type TextProtocol } from "./HostedTools.ts"
-import { withFallback } from "../UpstreamFailure.ts"
+import { onUpstream } from "../UpstreamFailure.ts"
 
 const speaksText = (upstream: UpstreamConfig): upstream is UpstreamConfig & { readonly protocol: TextProtocol } =>
   isTextProtocol(upstream.protocol)
@@ -200,7 +200,7 @@ export const makeTextPlugin = (client: UpstreamClient["Service"]): ChatPlugin =>
     })
 
   const invoke = (call: ChatCall): Effect.Effect<ChatReply, PluginFailure> =>
-    withFallback(call.model, call.model.upstreams.filter(speaksText), "text", (upstream) =>
+    onUpstream(call.model, call.model.upstreams.filter(speaksText), "text", (upstream) =>
       attempt(call, upstream, upstream.protocol)
     )
 

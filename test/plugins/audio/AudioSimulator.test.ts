@@ -1,7 +1,7 @@
 /**
  * The transcription and speech plugins against the simulator's OpenAI audio routes, through the real upstream
- * client: every transcription format with its usage and price, real audio streamed back from speech, failures and
- * fallback.
+ * client: every transcription format with its usage and price, real audio streamed back from speech, failures, and
+ * one attempt per call (failover is routing's).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -178,8 +178,9 @@ describe("transcription on the simulator", () => {
     assert.strictEqual(harness.sim.calls().filter((c) => c.path === "/v1/audio/transcriptions").length, 1)
   })
 
-  it("falls back past an unreachable upstream", async () => {
+  it("makes one attempt, on the upstream routing chose: an unreachable one fails the call", async () => {
     const port = await closedPort()
+    harness.sim.clearCalls()
     const model = modelOn(
       [
         upstreamOn(harness.sim, "openai", { name: "down", baseUrl: `http://127.0.0.1:${port}/v1` }),
@@ -188,8 +189,9 @@ describe("transcription on the simulator", () => {
       "whisper-1",
       perSecond
     )
-    const reply = await run(transcribe(model, transcribeRequest("json")))
-    assert.strictEqual(reply.usage.audioMillis, 2500)
+    assert.strictEqual((await failure(transcribe(model, transcribeRequest("json")))).reason, "unavailable")
+    // Another deployment is routing's to try (test/http/routing/KindsFailover.test.ts).
+    assert.strictEqual(harness.sim.calls().filter((c) => c.path === "/v1/audio/transcriptions").length, 0)
   })
 
   it("fails with a 500 when the model has no openai upstream", async () => {
@@ -242,8 +244,9 @@ describe("speech on the simulator", () => {
     assert.strictEqual((await failure(speak(tts(), { voice: "nobody" }))).reason, "invalid_request")
   })
 
-  it("falls back past an unreachable upstream before the first byte", async () => {
+  it("makes one attempt, on the upstream routing chose: an unreachable one fails the call", async () => {
     const port = await closedPort()
+    harness.sim.clearCalls()
     const model = modelOn(
       [
         upstreamOn(harness.sim, "openai", { name: "down", baseUrl: `http://127.0.0.1:${port}/v1` }),
@@ -252,8 +255,9 @@ describe("speech on the simulator", () => {
       "tts-1",
       makeModelPricing({ perMillionCharacters: 15_000_000n })
     )
-    const reply = await run(speak(model))
-    assert.isTrue((await collect(reply.body)).byteLength > 44)
+    assert.strictEqual((await failure(speak(model))).reason, "unavailable")
+    // Another deployment is routing's to try (test/http/routing/KindsFailover.test.ts).
+    assert.strictEqual(harness.sim.calls().filter((c) => c.path === "/v1/audio/speech").length, 0)
   })
 
   it("stops the upstream when the consumer stops reading", async () => {

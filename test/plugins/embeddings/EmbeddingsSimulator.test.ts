@@ -1,9 +1,8 @@
 /**
  * The embeddings plugin against the simulator's OpenAI `/v1/embeddings` and Gemini `:batchEmbedContents`, through
- * the real upstream client: vectors decoded from base64, usage, Gemini batching and billing, fallback, failures.
+ * the real upstream client: vectors decoded from base64, usage, Gemini batching and billing, one attempt per call, failures.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Redacted } from "effect"
 import { embeddingVector } from "../../../src/adapters/simulator/audio/EmbeddingVectors.ts"
 import { countText } from "../../../src/adapters/tokenizer/Tokenizer.ts"
 import { makeModelPricing } from "../../../src/app/config/ModelPricing.ts"
@@ -93,19 +92,21 @@ describe("embeddings on the simulator's OpenAI API", () => {
     assert.strictEqual(harness.sim.calls().filter((c) => c.path === "/v1/embeddings").length, 1)
   })
 
-  it("falls back to the next upstream when the first is unreachable or refuses the key", async () => {
+  it("makes one attempt, on the upstream routing chose: an unreachable one fails the call, the next is not called", async () => {
     const port = await closedPort()
+    harness.sim.clearCalls()
     const model = modelOn(
       [
         upstreamOn(harness.sim, "openai", { name: "down", baseUrl: `http://127.0.0.1:${port}/v1` }),
-        upstreamOn(harness.sim, "openai", { name: "bad-key", apiKey: Redacted.make("nope") }),
         upstreamOn(harness.sim, "openai", { name: "good" })
       ],
       "sim-embedding",
       pricing
     )
-    const reply = await run(plugin.embed(call(model, { inputs: texts("fallback"), dimensions: 4 })))
-    assert.strictEqual(reply.vectors.length, 1)
+    const failed = await failure(plugin.embed(call(model, { inputs: texts("fallback"), dimensions: 4 })))
+    assert.strictEqual(failed.reason, "unavailable")
+    // Another deployment is routing's to try (test/http/routing/KindsFailover.test.ts).
+    assert.strictEqual(harness.sim.calls().filter((c) => c.path === "/v1/embeddings").length, 0)
   })
 })
 
