@@ -4,12 +4,10 @@
  * picks; UpstreamFailure.ts `onUpstream`), and the answering upstream is called once.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import OpenAI, { toFile } from "openai"
 import { type RunningSimulator, startSimulator } from "../../../src/adapters/simulator/SimulatorServer.ts"
 import { makeWav } from "../audio/AudioHarness.ts"
+import { type ConfigFile, operatorConfigFile } from "../../support/ConfigFile.ts"
 import { freePort } from "../../support/Ports.ts"
 import { startTestGateway, type TestGateway } from "../../support/TestGateway.ts"
 import { makeAdmin } from "../chat/ChatHarness.ts"
@@ -17,16 +15,12 @@ import { makeAdmin } from "../chat/ChatHarness.ts"
 let sim: RunningSimulator
 let gateway: TestGateway
 let client: OpenAI
-let dir: string
+let config: ConfigFile | undefined
 
 beforeAll(async () => {
   sim = await startSimulator()
   const down = `http://127.0.0.1:${await freePort()}/v1`
-  dir = mkdtempSync(join(tmpdir(), "tollgate-kinds-failover-"))
-  const configPath = join(dir, "tollgate.yaml")
-  writeFileSync(
-    configPath,
-    `
+  config = operatorConfigFile(`
 upstreams:
   down: { protocol: openai, baseUrl: "${down}", apiKey: "sk-unused", timeoutMs: 5000 }
   sim: { protocol: openai, baseUrl: "${sim.baseUrl}/v1", apiKey: "${sim.apiKey}", timeoutMs: 20000 }
@@ -34,9 +28,8 @@ models:
   - { id: emb-over, plugin: embeddings, upstreams: [down, sim], upstreamModel: sim-embedding, pricing: { input: "0.02" } }
   - { id: tts-over, plugin: speech, upstreams: [down, sim], upstreamModel: tts-1, pricing: { perMillionCharacters: "15" } }
   - { id: stt-over, plugin: transcription, upstreams: [down, sim], upstreamModel: gpt-4o-transcribe, pricing: { input: "2.5", output: "10" } }
-`
-  )
-  gateway = await startTestGateway({ configPath })
+`)
+  gateway = await startTestGateway({ configPath: config.path })
   const customer = await makeAdmin(gateway).customer({ deposit: "10" })
   client = new OpenAI({ apiKey: customer.key, baseURL: `${gateway.url}/v1`, maxRetries: 0 })
 }, 60_000)
@@ -44,7 +37,7 @@ models:
 afterAll(async () => {
   await gateway?.close()
   await sim?.close()
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+  config?.remove()
 })
 
 const callsTo = (path: string) => sim.calls().filter((call) => call.path === path).length
