@@ -6,7 +6,7 @@
  */
 import { Clock, Context, Duration, Effect, Layer, Schedule, Stream } from "effect"
 import { randomUUID } from "node:crypto"
-import { ChatGateway, type ChatError, type ChatResult } from "../ChatGateway.ts"
+import { ChatGateway, type ChatError, type ChatInput, type ChatResult } from "../ChatGateway.ts"
 import { InvalidChatRequest } from "../ChatErrors.ts"
 import type { TurnToStore } from "../DeliveredTurn.ts"
 import type { AuthenticatedKey } from "../Keys.ts"
@@ -20,7 +20,7 @@ import { itemPage, type ItemPage } from "./Conversation.ts"
 import { BackgroundResponses } from "./BackgroundWorker.ts"
 import { replayStream } from "./ResponseReplay.ts"
 import { ResponseNotCancellable, ResponseNotFound } from "./ResponsesErrors.ts"
-import { makeTurnBuilder } from "./TurnBuilder.ts"
+import { makeTurnBuilder, type Turn } from "./TurnBuilder.ts"
 import { echoedSettings, forClient } from "../../plugins/text/convert/responsesResponse.ts"
 
 const DAY_MS = 86_400_000
@@ -37,6 +37,82 @@ export interface ResponsesInput {
 const shownTo = (response: JsonObject, include: ReadonlyArray<string>): JsonObject => forClient(response, { include })
 
 const encoder = new TextEncoder()
+
+/** A new response as it is stored (its body and status come later), and the conversation its turn joins, if any. */
+interface NewResponse {
+  readonly row: Omit<StoredResponse, "response" | "status">
+  readonly conversation: NonNullable<TurnToStore["conversation"]> | undefined
+}
+
+const newResponse = (input: ResponsesInput, turn: Turn, retentionMs: number): NewResponse => {
+  const { body, key } = input
+  const { input: _input, ...settings } = body
+  return {
+    row: {
+      id: `resp_${randomUUID().replaceAll("-", "")}`,
+      accountId: key.accountId,
+      keyId: key.keyId,
+      model: typeof body.model === "string" ? body.model : "",
+      previousResponseId: typeof body.previous_response_id === "string" ? body.previous_response_id : undefined,
+      createdAt: turn.at,
+      expiresAt: new Date(turn.at.getTime() + retentionMs),
+      request: settings,
+      turnItems: turn.turn,
+      background: body.background === true
+    },
+    conversation:
+      turn.conversationId === undefined
+        ? undefined
+        : { conversationId: turn.conversationId, accountId: key.accountId, items: turn.turn }
+  }
+}
+
+/** A foreground response for the chat pipeline: the response (unless `store: false`) and its turn stored with its bill. */
+const inForeground = (input: ResponsesInput, turn: Turn, created: NewResponse): ChatInput => {
+  const stored = input.body.store !== false
+  const { conversation } = created
+  const toStore: TurnToStore | undefined =
+    stored || conversation !== undefined ? { response: stored ? created.row : undefined, conversation } : undefined
+  return {
+    dialect: "responses",
+    body: turn.body,
+    key: input.key,
+    requestId: input.requestId,
+    responseId: created.row.id,
+    request: turn.request,
+    ...(toStore === undefined ? {} : { stored: toStore })
+  }
+}
+
+/** A background response's first state, as `GET` shows it until a worker takes it. */
+const queuedResponse = (body: JsonObject, created: NewResponse, turn: Turn): JsonObject => ({
+  id: created.row.id,
+  object: "response",
+  created_at: Math.floor(turn.at.getTime() / 1000),
+  status: "queued",
+  error: null,
+  incomplete_details: null,
+  model: created.row.model,
+  output: [],
+  ...echoedSettings(body)
+})
+
+/** What a worker needs to run a background response: its body, its key as stored, its conversation. */
+const backgroundRun = (input: ResponsesInput, turn: Turn) => {
+  const { key } = input
+  return {
+    body: turn.body,
+    key: {
+      keyId: key.keyId,
+      accountId: key.accountId,
+      models: key.models,
+      spendLimit: key.spendLimit === null ? null : String(key.spendLimit),
+      rateLimits: key.rateLimits ?? null
+    },
+    requestId: input.requestId,
+    conversation: turn.conversationId === undefined ? null : { conversationId: turn.conversationId, items: turn.turn }
+  }
+}
 
 type Lookup<A> = Effect.Effect<A, ResponseNotFound | StoreUnavailable>
 
@@ -88,82 +164,38 @@ export class ResponsesGateway extends Context.Service<
         Effect.forkScoped
       )
 
+      /** A background response: queued as durable work with its first event; any instance's worker runs it. */
+      const queue = Effect.fnUntraced(function* (input: ResponsesInput, turn: Turn, created: NewResponse) {
+        const queued = queuedResponse(input.body, created, turn)
+        const first = { type: "response.queued", response: queued, sequence_number: 0 }
+        yield* background.enqueue({ ...created.row, status: "queued", response: queued }, backgroundRun(input, turn), {
+          seq: 0,
+          event: first
+        })
+        yield* worker.wake
+        if (input.body.stream !== true) return { _tag: "Json", body: shownTo(queued, []) } satisfies ChatResult
+        // Just queued: there is a response to replay.
+        const frames = yield* replay(input.key, created.row.id, -1, []).pipe(
+          Effect.catchTag("ResponseNotFound", Effect.die)
+        )
+        return { _tag: "Stream", frames } satisfies ChatResult
+      })
+
+      // The steps: refuse a background response that is not to be stored, build the turn from storage, then run it
+      // through the chat pipeline now (stored with its bill) or queue it.
       const create = Effect.fnUntraced(function* (input: ResponsesInput) {
         const { body, key } = input
-        const stored = body.store !== false
-        const isBackground = body.background === true
-        if (isBackground && !stored) {
+        if (body.background === true && body.store === false) {
           return yield* new InvalidChatRequest({
             param: "background",
             message: "a background response must be stored (store: true)"
           })
         }
         const turn = yield* buildTurn(key, body)
-        const id = `resp_${randomUUID().replaceAll("-", "")}`
-        const model = typeof body.model === "string" ? body.model : ""
-        const { input: _input, ...settings } = body
-        const row: Omit<StoredResponse, "response" | "status"> = {
-          id,
-          accountId: key.accountId,
-          keyId: key.keyId,
-          model,
-          previousResponseId: typeof body.previous_response_id === "string" ? body.previous_response_id : undefined,
-          createdAt: turn.at,
-          expiresAt: new Date(turn.at.getTime() + retentionMs),
-          request: settings,
-          turnItems: turn.turn,
-          background: isBackground
-        }
-        const conversation =
-          turn.conversationId === undefined
-            ? undefined
-            : { conversationId: turn.conversationId, accountId: key.accountId, items: turn.turn }
-        if (!isBackground) {
-          const toStore: TurnToStore | undefined =
-            stored || conversation !== undefined ? { response: stored ? row : undefined, conversation } : undefined
-          return yield* chat.chat({
-            dialect: "responses",
-            body: turn.body,
-            key,
-            requestId: input.requestId,
-            responseId: id,
-            request: turn.request,
-            ...(toStore === undefined ? {} : { stored: toStore })
-          })
-        }
-
-        // Background: queued as durable work with its first event; any instance's worker runs it.
-        const queued: JsonObject = {
-          id,
-          object: "response",
-          created_at: Math.floor(turn.at.getTime() / 1000),
-          status: "queued",
-          error: null,
-          incomplete_details: null,
-          model,
-          output: [],
-          ...echoedSettings(body)
-        }
-        const run = {
-          body: turn.body,
-          key: {
-            keyId: key.keyId,
-            accountId: key.accountId,
-            models: key.models,
-            spendLimit: key.spendLimit === null ? null : String(key.spendLimit),
-            rateLimits: key.rateLimits ?? null
-          },
-          requestId: input.requestId,
-          conversation:
-            conversation === undefined ? null : { conversationId: conversation.conversationId, items: turn.turn }
-        }
-        const first = { type: "response.queued", response: queued, sequence_number: 0 }
-        yield* background.enqueue({ ...row, status: "queued", response: queued }, run, { seq: 0, event: first })
-        yield* worker.wake
-        if (body.stream !== true) return { _tag: "Json", body: shownTo(queued, []) } satisfies ChatResult
-        // Just queued: there is a response to replay.
-        const frames = yield* replay(key, id, -1, []).pipe(Effect.catchTag("ResponseNotFound", Effect.die))
-        return { _tag: "Stream", frames } satisfies ChatResult
+        const created = newResponse(input, turn, retentionMs)
+        return body.background === true
+          ? yield* queue(input, turn, created)
+          : yield* chat.chat(inForeground(input, turn, created))
       })
 
       const owned = (key: AuthenticatedKey, id: string) =>
