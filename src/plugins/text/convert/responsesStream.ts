@@ -204,6 +204,100 @@ export const makeResponsesStreamEncoder = (options: ResponsesStreamEncoderOption
     return frames
   }
 
+  /** A new output item for the block that starts at `index`. */
+  const startBlock = (
+    block: Extract<StreamEvent, { readonly type: "block_start" }>["block"]
+  ): ReadonlyArray<string> => {
+    const index = output.length
+    switch (block.type) {
+      case "text":
+        return start(index, "text", {
+          ...messageItem("", itemId("msg", identity.id, index), "in_progress"),
+          content: []
+        })
+      case "thinking":
+        return start(index, "thinking", reasoningItem({ type: "thinking", text: "" }, itemId("rs", identity.id, index)))
+      case "redacted_thinking":
+        return start(
+          index,
+          "redacted",
+          reasoningItem({ type: "redacted_thinking", data: block.data }, itemId("rs", identity.id, index))
+        )
+      case "tool_use": {
+        const call = {
+          type: "tool_call" as const,
+          id: block.id,
+          name: block.name,
+          input: {},
+          ...(block.signature === undefined ? {} : { signature: block.signature })
+        }
+        return start(index, "tool_use", {
+          ...functionCallItem(call, itemId("fc", identity.id, index), "in_progress", names),
+          arguments: ""
+        })
+      }
+    }
+    return []
+  }
+
+  /** Reasoning text: its summary part opened with the first delta. */
+  const thinkingDelta = (text: string): ReadonlyArray<string> => {
+    if (open?.kind !== "thinking") return []
+    const at = { item_id: open.item.id, output_index: open.index, summary_index: 0 }
+    const frames: Array<string> = []
+    if (!open.summaryOpen) {
+      open.summaryOpen = true
+      frames.push(event("response.reasoning_summary_part.added", { ...at, part: { type: "summary_text", text: "" } }))
+    }
+    open.text += text
+    frames.push(event("response.reasoning_summary_text.delta", { ...at, delta: text }))
+    return frames
+  }
+
+  /** The open reasoning item's signature, kept as its encrypted content; nothing is sent for it. */
+  const signThinking = (ev: Extract<StreamEvent, { readonly type: "signature_delta" }>): ReadonlyArray<string> => {
+    if (open?.kind !== "thinking") return []
+    const signed = reasoningItem(
+      { type: "thinking", text: open.text, signature: ev.signature, signatureOrigin: ev.origin },
+      open.item.id as string
+    )
+    open.item = {
+      ...open.item,
+      ...(signed.encrypted_content === undefined ? {} : { encrypted_content: signed.encrypted_content })
+    }
+    return []
+  }
+
+  /** The terminal event for how the message ended: completed, incomplete or failed, with every item whole. */
+  const endMessage = (ev: Extract<StreamEvent, { readonly type: "message_end" }>): ReadonlyArray<string> => {
+    const frames = [...stop()]
+    if (ev.usage !== undefined) usage = ev.usage
+    const { status, incomplete_details } = statusOf(ev.stopReason)
+    final = response(status, {
+      ...(status === "completed" ? { completed_at: identity.createdAt } : {}),
+      incomplete_details,
+      ...(status === "failed" ? { error: { code: "server_error", message: "the model failed to finish" } } : {}),
+      output: [...output],
+      usage: irUsageToResponses(usage)
+    })
+    const type =
+      status === "completed" ? "response.completed" : status === "failed" ? "response.failed" : "response.incomplete"
+    frames.push(event(type, { response: forClient(final) }))
+    return frames
+  }
+
+  /** A failure mid-stream: `response.failed` with what was output so far. */
+  const fail = (ev: Extract<StreamEvent, { readonly type: "error" }>): ReadonlyArray<string> => {
+    const frames = [...stop()]
+    final = response("failed", {
+      error: { code: ev.kind === "rate_limit" ? "rate_limit_exceeded" : "server_error", message: ev.message },
+      output: [...output],
+      usage: irUsageToResponses(usage)
+    })
+    frames.push(event("response.failed", { response: forClient(final) }))
+    return frames
+  }
+
   const encode = (ev: StreamEvent): ReadonlyArray<string> => {
     switch (ev.type) {
       case "message_start": {
@@ -211,43 +305,8 @@ export const makeResponsesStreamEncoder = (options: ResponsesStreamEncoderOption
         const created = response("in_progress", {})
         return [event("response.created", { response: created }), event("response.in_progress", { response: created })]
       }
-      case "block_start": {
-        const index = output.length
-        const block = ev.block
-        switch (block.type) {
-          case "text":
-            return start(index, "text", {
-              ...messageItem("", itemId("msg", identity.id, index), "in_progress"),
-              content: []
-            })
-          case "thinking":
-            return start(
-              index,
-              "thinking",
-              reasoningItem({ type: "thinking", text: "" }, itemId("rs", identity.id, index))
-            )
-          case "redacted_thinking":
-            return start(
-              index,
-              "redacted",
-              reasoningItem({ type: "redacted_thinking", data: block.data }, itemId("rs", identity.id, index))
-            )
-          case "tool_use": {
-            const call = {
-              type: "tool_call" as const,
-              id: block.id,
-              name: block.name,
-              input: {},
-              ...(block.signature === undefined ? {} : { signature: block.signature })
-            }
-            return start(index, "tool_use", {
-              ...functionCallItem(call, itemId("fc", identity.id, index), "in_progress", names),
-              arguments: ""
-            })
-          }
-        }
-        return []
-      }
+      case "block_start":
+        return startBlock(ev.block)
       case "text_delta":
         if (open?.kind !== "text") return []
         open.text += ev.text
@@ -260,32 +319,10 @@ export const makeResponsesStreamEncoder = (options: ResponsesStreamEncoderOption
             logprobs: []
           })
         ]
-      case "thinking_delta": {
-        if (open?.kind !== "thinking") return []
-        const at = { item_id: open.item.id, output_index: open.index, summary_index: 0 }
-        const frames: Array<string> = []
-        if (!open.summaryOpen) {
-          open.summaryOpen = true
-          frames.push(
-            event("response.reasoning_summary_part.added", { ...at, part: { type: "summary_text", text: "" } })
-          )
-        }
-        open.text += ev.text
-        frames.push(event("response.reasoning_summary_text.delta", { ...at, delta: ev.text }))
-        return frames
-      }
+      case "thinking_delta":
+        return thinkingDelta(ev.text)
       case "signature_delta":
-        if (open?.kind === "thinking") {
-          const signed = reasoningItem(
-            { type: "thinking", text: open.text, signature: ev.signature, signatureOrigin: ev.origin },
-            open.item.id as string
-          )
-          open.item = {
-            ...open.item,
-            ...(signed.encrypted_content === undefined ? {} : { encrypted_content: signed.encrypted_content })
-          }
-        }
-        return []
+        return signThinking(ev)
       case "tool_input_delta":
         if (open?.kind !== "tool_use") return []
         open.text += ev.json
@@ -311,36 +348,10 @@ export const makeResponsesStreamEncoder = (options: ResponsesStreamEncoderOption
         output.push(item)
         return webSearchEvents(item, index).map(([type, fields]) => event(type, fields))
       }
-      case "message_end": {
-        const frames = [...stop()]
-        if (ev.usage !== undefined) usage = ev.usage
-        const { status, incomplete_details } = statusOf(ev.stopReason)
-        final = response(status, {
-          ...(status === "completed" ? { completed_at: identity.createdAt } : {}),
-          incomplete_details,
-          ...(status === "failed" ? { error: { code: "server_error", message: "the model failed to finish" } } : {}),
-          output: [...output],
-          usage: irUsageToResponses(usage)
-        })
-        const type =
-          status === "completed"
-            ? "response.completed"
-            : status === "failed"
-              ? "response.failed"
-              : "response.incomplete"
-        frames.push(event(type, { response: forClient(final) }))
-        return frames
-      }
-      case "error": {
-        const frames = [...stop()]
-        final = response("failed", {
-          error: { code: ev.kind === "rate_limit" ? "rate_limit_exceeded" : "server_error", message: ev.message },
-          output: [...output],
-          usage: irUsageToResponses(usage)
-        })
-        frames.push(event("response.failed", { response: forClient(final) }))
-        return frames
-      }
+      case "message_end":
+        return endMessage(ev)
+      case "error":
+        return fail(ev)
     }
   }
 
