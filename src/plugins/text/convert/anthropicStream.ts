@@ -20,6 +20,7 @@ import {
   makeSequencer,
   sseEvent,
   type StreamEncoder,
+  type StreamEvent,
   type StreamParser,
   type UpstreamEvent
 } from "./ChatStream.ts"
@@ -235,47 +236,48 @@ export const makeAnthropicStreamEncoder = (options: AnthropicStreamEncoderOption
   const at = (index: number) => clientIndex.get(index) ?? index
   const delta = (index: number, payload: JsonRecord) =>
     sseEvent("content_block_delta", { type: "content_block_delta", index: at(index), delta: payload })
+  const messageStart = (event: Extract<StreamEvent, { readonly type: "message_start" }>): ReadonlyArray<string> => {
+    if (event.usage !== undefined) startUsage = event.usage
+    const message = {
+      id: options.id ?? event.id,
+      type: "message",
+      role: "assistant",
+      model: options.model ?? event.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: streamUsage(startUsage)
+    }
+    return [sseEvent("message_start", { type: "message_start", message })]
+  }
+  /** A block at the client's next index (a dropped upstream block leaves no gap), as Anthropic starts it. */
+  const blockStart = (event: Extract<StreamEvent, { readonly type: "block_start" }>): ReadonlyArray<string> => {
+    const index = clientIndex.size
+    clientIndex.set(event.index, index)
+    const block = event.block
+    thinking = block.type === "thinking" ? { text: "", signed: false } : undefined
+    const contentBlock =
+      block.type === "text"
+        ? { type: "text", text: "" }
+        : block.type === "thinking"
+          ? { type: "thinking", thinking: "", signature: "" }
+          : block.type === "tool_use"
+            ? {
+                type: "tool_use",
+                id: sanitizeToolId(packToolId(block.id, block.signature)),
+                name: block.name,
+                input: {}
+              }
+            : { type: "redacted_thinking", data: block.data }
+    return [sseEvent("content_block_start", { type: "content_block_start", index, content_block: contentBlock })]
+  }
   return {
     encode: (event) => {
       switch (event.type) {
-        case "message_start": {
-          if (event.usage !== undefined) startUsage = event.usage
-          return [
-            sseEvent("message_start", {
-              type: "message_start",
-              message: {
-                id: options.id ?? event.id,
-                type: "message",
-                role: "assistant",
-                model: options.model ?? event.model,
-                content: [],
-                stop_reason: null,
-                stop_sequence: null,
-                usage: streamUsage(startUsage)
-              }
-            })
-          ]
-        }
-        case "block_start": {
-          const index = clientIndex.size
-          clientIndex.set(event.index, index)
-          const block = event.block
-          thinking = block.type === "thinking" ? { text: "", signed: false } : undefined
-          const contentBlock =
-            block.type === "text"
-              ? { type: "text", text: "" }
-              : block.type === "thinking"
-                ? { type: "thinking", thinking: "", signature: "" }
-                : block.type === "tool_use"
-                  ? {
-                      type: "tool_use",
-                      id: sanitizeToolId(packToolId(block.id, block.signature)),
-                      name: block.name,
-                      input: {}
-                    }
-                  : { type: "redacted_thinking", data: block.data }
-          return [sseEvent("content_block_start", { type: "content_block_start", index, content_block: contentBlock })]
-        }
+        case "message_start":
+          return messageStart(event)
+        case "block_start":
+          return blockStart(event)
         case "text_delta":
           return [delta(event.index, { type: "text_delta", text: event.text })]
         case "thinking_delta":
