@@ -211,16 +211,10 @@ const stopOf = (raw: unknown): ReadonlyArray<string> | undefined => {
   return list.length > 0 ? list : undefined
 }
 
-export const openAIRequestToIR = (body: unknown): Converted<ChatRequest> => {
-  if (!isRecord(body)) return convertError("", "request body must be a JSON object")
-  const model = asString(body.model)
-  if (model === undefined) return convertError("model", "model must be a string")
-  const n = asNumber(body.n)
-  if (n !== undefined && n > 1) return convertError("n", "n > 1 is not supported by the selected upstream")
-  if (!Array.isArray(body.messages) || body.messages.length === 0) {
-    return convertError("messages", "messages must be a non-empty array")
-  }
-  const rawMessages: ReadonlyArray<unknown> = body.messages
+/** The system text and the conversation: `system`/`developer` messages gathered, consecutive tool results merged. */
+const messagesOf = (
+  rawMessages: ReadonlyArray<unknown>
+): Converted<{ readonly system: ReadonlyArray<TextPart>; readonly messages: ReadonlyArray<Message> }> => {
   const system: Array<TextPart> = []
   const messages: Array<Message> = []
   for (let i = 0; i < rawMessages.length; i++) {
@@ -259,8 +253,13 @@ export const openAIRequestToIR = (body: unknown): Converted<ChatRequest> => {
         return convertError(`${param}.role`, `unsupported role '${label(message.role)}'`)
     }
   }
-  // Map IR message index back to a client path for the pairing error: count only the non-system messages.
-  const clientIndex = (irIndex: number): string => {
+  return Result.succeed({ system, messages })
+}
+
+/** An IR message's index as the client's path (system messages and merged tool results skipped), for pairing errors. */
+const clientIndexOf =
+  (rawMessages: ReadonlyArray<unknown>) =>
+  (irIndex: number): string => {
     let seen = -1
     for (let i = 0; i < rawMessages.length; i++) {
       const role = asRecord(rawMessages[i]).role
@@ -271,6 +270,21 @@ export const openAIRequestToIR = (body: unknown): Converted<ChatRequest> => {
     }
     return "messages"
   }
+
+export const openAIRequestToIR = (body: unknown): Converted<ChatRequest> => {
+  if (!isRecord(body)) return convertError("", "request body must be a JSON object")
+  const model = asString(body.model)
+  if (model === undefined) return convertError("model", "model must be a string")
+  const n = asNumber(body.n)
+  if (n !== undefined && n > 1) return convertError("n", "n > 1 is not supported by the selected upstream")
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    return convertError("messages", "messages must be a non-empty array")
+  }
+  const rawMessages: ReadonlyArray<unknown> = body.messages
+  const decoded = messagesOf(rawMessages)
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  const { system, messages } = decoded.success
+  const clientIndex = clientIndexOf(rawMessages)
   const pairing = checkToolPairing(messages, clientIndex)
   if (Result.isFailure(pairing)) return Result.fail(pairing.failure)
   const tools = toolsOf(body.tools)
