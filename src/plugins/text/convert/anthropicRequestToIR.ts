@@ -226,18 +226,23 @@ const thinkingModeOf = (raw: unknown): ThinkingMode | undefined => {
   }
 }
 
-export const anthropicRequestToIR = (body: unknown): Converted<ChatRequest> => {
-  if (!isRecord(body)) return convertError("", "request body must be a JSON object")
-  const model = asString(body.model)
-  if (model === undefined) return convertError("model", "model must be a string")
-  if (!Array.isArray(body.messages)) return convertError("messages", "messages must be an array")
-  const systemParts = systemOf(body.system, "system")
-  if (Result.isFailure(systemParts)) return Result.fail(systemParts.failure)
-  const system: Array<TextPart> = [...systemParts.success]
+/**
+ * The conversation, each IR message with the client path it came from (a user turn of tool results and text becomes
+ * two), and the system text: the top-level `system` then any `system` role messages.
+ */
+const messagesOf = (
+  raw: ReadonlyArray<unknown>,
+  topSystem: ReadonlyArray<TextPart>
+): Converted<{
+  readonly system: ReadonlyArray<TextPart>
+  readonly messages: ReadonlyArray<Message>
+  readonly paths: ReadonlyArray<string>
+}> => {
+  const system: Array<TextPart> = [...topSystem]
   const messages: Array<Message> = []
   const paths: Array<string> = []
-  for (let i = 0; i < body.messages.length; i++) {
-    const message = asRecord(body.messages[i])
+  for (let i = 0; i < raw.length; i++) {
+    const message = asRecord(raw[i])
     const param = `messages.${i}`
     switch (message.role) {
       case "user": {
@@ -266,6 +271,19 @@ export const anthropicRequestToIR = (body: unknown): Converted<ChatRequest> => {
         return convertError(`${param}.role`, `unsupported role '${label(message.role)}'`)
     }
   }
+  return Result.succeed({ system, messages, paths })
+}
+
+export const anthropicRequestToIR = (body: unknown): Converted<ChatRequest> => {
+  if (!isRecord(body)) return convertError("", "request body must be a JSON object")
+  const model = asString(body.model)
+  if (model === undefined) return convertError("model", "model must be a string")
+  if (!Array.isArray(body.messages)) return convertError("messages", "messages must be an array")
+  const systemParts = systemOf(body.system, "system")
+  if (Result.isFailure(systemParts)) return Result.fail(systemParts.failure)
+  const decoded = messagesOf(body.messages, systemParts.success)
+  if (Result.isFailure(decoded)) return Result.fail(decoded.failure)
+  const { system, messages, paths } = decoded.success
   const pairing = checkToolPairing(messages, (i) => paths[i] ?? "messages")
   if (Result.isFailure(pairing)) return Result.fail(pairing.failure)
   const tools = toolsOf(body.tools)
