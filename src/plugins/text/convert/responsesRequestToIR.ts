@@ -139,6 +139,115 @@ const pushAssistant = (conversation: Conversation, parts: ReadonlyArray<Assistan
   }
 }
 
+const added: Converted<undefined> = Result.succeed(undefined)
+
+/** A `message` item (the default type): system text gathered, consecutive user turns merged into one message. */
+const addMessage = (
+  conversation: Conversation,
+  item: JsonRecord,
+  i: number,
+  nativeOnly: Array<Problem>
+): Converted<undefined> => {
+  const param = `input.${i}`
+  switch (item.role) {
+    case "system":
+    case "developer": {
+      const texts = textParts(item.content, `${param}.content`)
+      if (Result.isFailure(texts)) return Result.fail(texts.failure)
+      conversation.system.push(...texts.success)
+      return added
+    }
+    case "user": {
+      const parts = userParts(item.content, `${param}.content`, nativeOnly)
+      if (Result.isFailure(parts)) return Result.fail(parts.failure)
+      const last = conversation.messages.at(-1)
+      if (last?.role === "user")
+        conversation.messages[conversation.messages.length - 1] = {
+          role: "user",
+          content: [...last.content, ...parts.success]
+        }
+      else {
+        conversation.messages.push({ role: "user", content: parts.success })
+        conversation.origins.push(i)
+      }
+      return added
+    }
+    case "assistant": {
+      const texts = textParts(item.content, `${param}.content`)
+      if (Result.isFailure(texts)) return Result.fail(texts.failure)
+      pushAssistant(
+        conversation,
+        texts.success.filter((t) => t.text !== ""),
+        i
+      )
+      return added
+    }
+    default:
+      return convertError(`${param}.role`, `unsupported role '${label(item.role)}'`)
+  }
+}
+
+/** A function call of the model's, into its assistant turn. */
+const addFunctionCall = (conversation: Conversation, item: JsonRecord, i: number, names: ToolNames) => {
+  const param = `input.${i}`
+  const callId = asString(item.call_id)
+  const name = asString(item.name)
+  if (callId === undefined) return convertError(`${param}.call_id`, "call_id must be a string")
+  if (name === undefined) return convertError(`${param}.name`, "name must be a string")
+  const args = parseJsonObject(asString(item.arguments) ?? "")
+  if (args === undefined) return convertError(`${param}.arguments`, "arguments must be a JSON object")
+  const { id, signature } = unpackToolId(callId)
+  const namespace = asString(item.namespace)
+  const called = namespace === undefined ? name : names.flat(namespace, name)
+  pushAssistant(conversation, [compact({ type: "tool_call" as const, id, name: called, input: args, signature })], i)
+  return added
+}
+
+/** A function call's output, merged with the tool results just before it. */
+const addFunctionOutput = (conversation: Conversation, item: JsonRecord, i: number): Converted<undefined> => {
+  const result = toolResult(item, `input.${i}`)
+  if (Result.isFailure(result)) return Result.fail(result.failure)
+  const last = conversation.messages.at(-1)
+  if (last?.role === "tool")
+    conversation.messages[conversation.messages.length - 1] = {
+      role: "tool",
+      content: [...last.content, result.success]
+    }
+  else {
+    conversation.messages.push({ role: "tool", content: [result.success] })
+    conversation.origins.push(i)
+  }
+  return added
+}
+
+/** Any other item: reasoning joins the assistant turn; built-in tools' items are OpenAI's own (`nativeOnly`). */
+const addItem = (
+  conversation: Conversation,
+  item: JsonRecord,
+  i: number,
+  names: ToolNames,
+  nativeOnly: Array<Problem>
+): Converted<undefined> => {
+  const param = `input.${i}`
+  const type = item.type
+  switch (type) {
+    case "reasoning":
+      pushAssistant(conversation, [reasoningPart(item)], i)
+      return added
+    case "function_call":
+      return addFunctionCall(conversation, item, i, names)
+    case "function_call_output":
+      return addFunctionOutput(conversation, item, i)
+    case "item_reference":
+      return convertError(`${param}.id`, `item '${label(item.id)}' was not found`)
+    default:
+      if (typeof type !== "string") return convertError(`${param}.type`, "type must be a string")
+      // Built-in tools' calls and outputs (web_search_call, computer_call_output, …): OpenAI's own.
+      nativeOnly.push({ param, message: `an input item of type '${type}' ${NATIVE}` })
+      return added
+  }
+}
+
 const inputItems = (
   input: ReadonlyArray<unknown>,
   names: ToolNames,
@@ -147,90 +256,11 @@ const inputItems = (
   const conversation: Conversation = { system: [], messages: [], origins: [] }
   for (let i = 0; i < input.length; i++) {
     const item = asRecord(input[i])
-    const param = `input.${i}`
-    const type = item.type ?? "message"
-    if (type === "message") {
-      switch (item.role) {
-        case "system":
-        case "developer": {
-          const texts = textParts(item.content, `${param}.content`)
-          if (Result.isFailure(texts)) return Result.fail(texts.failure)
-          conversation.system.push(...texts.success)
-          break
-        }
-        case "user": {
-          const parts = userParts(item.content, `${param}.content`, nativeOnly)
-          if (Result.isFailure(parts)) return Result.fail(parts.failure)
-          const last = conversation.messages.at(-1)
-          if (last?.role === "user")
-            conversation.messages[conversation.messages.length - 1] = {
-              role: "user",
-              content: [...last.content, ...parts.success]
-            }
-          else {
-            conversation.messages.push({ role: "user", content: parts.success })
-            conversation.origins.push(i)
-          }
-          break
-        }
-        case "assistant": {
-          const texts = textParts(item.content, `${param}.content`)
-          if (Result.isFailure(texts)) return Result.fail(texts.failure)
-          pushAssistant(
-            conversation,
-            texts.success.filter((t) => t.text !== ""),
-            i
-          )
-          break
-        }
-        default:
-          return convertError(`${param}.role`, `unsupported role '${label(item.role)}'`)
-      }
-      continue
-    }
-    switch (type) {
-      case "reasoning":
-        pushAssistant(conversation, [reasoningPart(item)], i)
-        break
-      case "function_call": {
-        const callId = asString(item.call_id)
-        const name = asString(item.name)
-        if (callId === undefined) return convertError(`${param}.call_id`, "call_id must be a string")
-        if (name === undefined) return convertError(`${param}.name`, "name must be a string")
-        const args = parseJsonObject(asString(item.arguments) ?? "")
-        if (args === undefined) return convertError(`${param}.arguments`, "arguments must be a JSON object")
-        const { id, signature } = unpackToolId(callId)
-        const namespace = asString(item.namespace)
-        const called = namespace === undefined ? name : names.flat(namespace, name)
-        pushAssistant(
-          conversation,
-          [compact({ type: "tool_call" as const, id, name: called, input: args, signature })],
-          i
-        )
-        break
-      }
-      case "function_call_output": {
-        const result = toolResult(item, param)
-        if (Result.isFailure(result)) return Result.fail(result.failure)
-        const last = conversation.messages.at(-1)
-        if (last?.role === "tool")
-          conversation.messages[conversation.messages.length - 1] = {
-            role: "tool",
-            content: [...last.content, result.success]
-          }
-        else {
-          conversation.messages.push({ role: "tool", content: [result.success] })
-          conversation.origins.push(i)
-        }
-        break
-      }
-      case "item_reference":
-        return convertError(`${param}.id`, `item '${label(item.id)}' was not found`)
-      default:
-        if (typeof type !== "string") return convertError(`${param}.type`, "type must be a string")
-        // Built-in tools' calls and outputs (web_search_call, computer_call_output, …): OpenAI's own.
-        nativeOnly.push({ param, message: `an input item of type '${type}' ${NATIVE}` })
-    }
+    const next =
+      (item.type ?? "message") === "message"
+        ? addMessage(conversation, item, i, nativeOnly)
+        : addItem(conversation, item, i, names, nativeOnly)
+    if (Result.isFailure(next)) return Result.fail(next.failure)
   }
   return Result.succeed(conversation)
 }
