@@ -35,78 +35,107 @@ const functionResponseText = (response: JsonRecord): { text: string; isError: bo
   return { text: JSON.stringify(response), isError: response.error !== undefined }
 }
 
-const contentsToIR = (raw: unknown): Converted<Array<Message>> => {
-  const messages: Array<Message> = []
-  const open = new Map<string, Array<string>>()
+/**
+ * The function calls of the conversation so far: ids still waiting for an answer, by function name (Gemini's answers
+ * may name the function only), the ids answered, and the next id to give a call that carries none.
+ */
+interface Calls {
+  readonly open: Map<string, Array<string>>
   // Gemini takes a call answered more than once (Gemini CLI resends a session's last answer when it resumes one);
   // every other protocol refuses it, so a call keeps its first answer.
-  const answered = new Set<string>()
-  let callIndex = 0
+  readonly answered: Set<string>
+  next: number
+}
+
+/** A `model` turn: its calls (opened in `calls`), its text, its signed thoughts. */
+const modelTurn = (parts: ReadonlyArray<unknown>, calls: Calls): Message => {
+  const out: Array<AssistantPart> = []
+  for (const rawPart of parts) {
+    const part = asRecord(rawPart)
+    const call = field(part, "functionCall")
+    if (isRecord(call)) {
+      const name = asString(call.name) ?? ""
+      const id = asString(call.id) ?? `call_${calls.next}`
+      calls.next++
+      calls.open.set(name, [...(calls.open.get(name) ?? []), id])
+      const signature = thoughtSignatureOf(part)
+      out.push(compact({ type: "tool_call" as const, id, name, input: asRecord(call.args), signature }))
+    } else if (typeof part.text === "string" && part.thought !== true) out.push({ type: "text", text: part.text })
+    else if (typeof part.text === "string" && thoughtSignatureOf(part) !== undefined) {
+      out.push({
+        type: "thinking",
+        text: part.text,
+        signature: thoughtSignatureOf(part) as string,
+        signatureOrigin: "gemini"
+      })
+    }
+  }
+  return { role: "assistant", content: out }
+}
+
+/** A function's answer as a tool result for the call it answers; undefined when that call was answered already. */
+const functionAnswer = (response: JsonRecord, at: string, calls: Calls): Converted<ToolResultPart | undefined> => {
+  const name = asString(response.name) ?? ""
+  const pending = calls.open.get(name) ?? []
+  const id = asString(response.id) ?? pending[0]
+  if (id === undefined) return convertError(at, `function response '${name}' answers no function call`)
+  if (calls.answered.has(id)) return Result.succeed(undefined)
+  calls.answered.add(id)
+  calls.open.set(
+    name,
+    pending.filter((p) => p !== id)
+  )
+  const { text, isError } = functionResponseText(asRecord(response.response))
+  return Result.succeed({ type: "tool_result", toolCallId: id, content: [{ type: "text", text }], isError })
+}
+
+/** A `user` turn: its function answers as a tool message, then the rest (text, images) as a user message. */
+const userTurn = (parts: ReadonlyArray<unknown>, i: number, calls: Calls): Converted<ReadonlyArray<Message>> => {
+  const results: Array<ToolResultPart> = []
+  const userParts: Array<UserPart> = []
+  for (let j = 0; j < parts.length; j++) {
+    const part = asRecord(parts[j])
+    const at = `contents.${i}.parts.${j}`
+    const inline = asRecord(field(part, "inlineData"))
+    const file = asRecord(field(part, "fileData"))
+    const fileUri = asString(field(file, "fileUri"))
+    const response = field(part, "functionResponse")
+    if (typeof part.text === "string") userParts.push({ type: "text", text: part.text })
+    else if (typeof inline.data === "string") {
+      const mediaType = asString(field(inline, "mimeType")) ?? ""
+      if (!mediaType.startsWith("image/"))
+        return convertError(at, `inline '${mediaType}' data is not supported by the selected upstream`)
+      userParts.push({ type: "image", source: { kind: "base64", mediaType, data: inline.data } })
+    } else if (fileUri !== undefined) {
+      userParts.push({ type: "image", source: { kind: "url", url: fileUri } })
+    } else if (isRecord(response)) {
+      const answer = functionAnswer(response, at, calls)
+      if (Result.isFailure(answer)) return Result.fail(answer.failure)
+      if (answer.success !== undefined) results.push(answer.success)
+    }
+  }
+  const messages: Array<Message> = []
+  if (results.length > 0) messages.push({ role: "tool", content: results })
+  if (userParts.length > 0 || results.length === 0) messages.push({ role: "user", content: userParts })
+  return Result.succeed(messages)
+}
+
+const contentsToIR = (raw: unknown): Converted<Array<Message>> => {
+  const messages: Array<Message> = []
+  const calls: Calls = { open: new Map(), answered: new Set(), next: 0 }
   const contents = asArray(raw)
   for (let i = 0; i < contents.length; i++) {
     const content = asRecord(contents[i])
     const parts = asArray(content.parts)
     const role = content.role ?? "user"
     if (role === "model") {
-      const out: Array<AssistantPart> = []
-      for (const rawPart of parts) {
-        const part = asRecord(rawPart)
-        const call = field(part, "functionCall")
-        if (isRecord(call)) {
-          const name = asString(call.name) ?? ""
-          const id = asString(call.id) ?? `call_${callIndex}`
-          callIndex++
-          open.set(name, [...(open.get(name) ?? []), id])
-          const signature = thoughtSignatureOf(part)
-          out.push(compact({ type: "tool_call" as const, id, name, input: asRecord(call.args), signature }))
-        } else if (typeof part.text === "string" && part.thought !== true) out.push({ type: "text", text: part.text })
-        else if (typeof part.text === "string" && thoughtSignatureOf(part) !== undefined) {
-          out.push({
-            type: "thinking",
-            text: part.text,
-            signature: thoughtSignatureOf(part) as string,
-            signatureOrigin: "gemini"
-          })
-        }
-      }
-      messages.push({ role: "assistant", content: out })
+      messages.push(modelTurn(parts, calls))
       continue
     }
     if (role !== "user") return convertError(`contents.${i}.role`, `unsupported role '${label(role)}'`)
-    const results: Array<ToolResultPart> = []
-    const userParts: Array<UserPart> = []
-    for (let j = 0; j < parts.length; j++) {
-      const part = asRecord(parts[j])
-      const at = `contents.${i}.parts.${j}`
-      const inline = asRecord(field(part, "inlineData"))
-      const file = asRecord(field(part, "fileData"))
-      const fileUri = asString(field(file, "fileUri"))
-      const response = field(part, "functionResponse")
-      if (typeof part.text === "string") userParts.push({ type: "text", text: part.text })
-      else if (typeof inline.data === "string") {
-        const mediaType = asString(field(inline, "mimeType")) ?? ""
-        if (!mediaType.startsWith("image/"))
-          return convertError(at, `inline '${mediaType}' data is not supported by the selected upstream`)
-        userParts.push({ type: "image", source: { kind: "base64", mediaType, data: inline.data } })
-      } else if (fileUri !== undefined) {
-        userParts.push({ type: "image", source: { kind: "url", url: fileUri } })
-      } else if (isRecord(response)) {
-        const name = asString(response.name) ?? ""
-        const pending = open.get(name) ?? []
-        const id = asString(response.id) ?? pending[0]
-        if (id === undefined) return convertError(at, `function response '${name}' answers no function call`)
-        if (answered.has(id)) continue
-        answered.add(id)
-        open.set(
-          name,
-          pending.filter((p) => p !== id)
-        )
-        const { text, isError } = functionResponseText(asRecord(response.response))
-        results.push({ type: "tool_result", toolCallId: id, content: [{ type: "text", text }], isError })
-      }
-    }
-    if (results.length > 0) messages.push({ role: "tool", content: results })
-    if (userParts.length > 0 || results.length === 0) messages.push({ role: "user", content: userParts })
+    const turn = userTurn(parts, i, calls)
+    if (Result.isFailure(turn)) return Result.fail(turn.failure)
+    messages.push(...turn.success)
   }
   return Result.succeed(messages)
 }
