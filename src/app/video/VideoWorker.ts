@@ -6,6 +6,13 @@
 import { Clock, Duration, Effect, Queue, Schedule } from "effect"
 import type { VideoTaskState } from "../../domain/video/VideoTask.ts"
 import type { VideoRequest } from "../../domain/video/VideoSpec.ts"
+import type {
+  PluginFailure,
+  PluginModel,
+  VideosPlugin,
+  VideoTaskRef,
+  VideoUpstreamStatus
+} from "../../plugins/ModelPlugin.ts"
 import { VIDEO_LINK_REFUSED } from "../../plugins/video/LinkDownload.ts"
 
 import {
@@ -25,6 +32,81 @@ export const makeVideoWorker = (context: VideoContext) =>
   Effect.gen(function* () {
     const { store, registry, contents, config, workerId, pollIntervalMs, kicks, known, options } = context
     const { record, failTask, completeTask, whileLeased, dispatch, localUpstreamIndex } = makeVideoSteps(context)
+    const done = { _tag: "Done" } as StepOutcome
+
+    /** The upstream said it does not know the task: failed after enough such polls in a row, else polled again. */
+    const whenMissing = (state: VideoTaskState, missing: PluginFailure, missingPolls: number) =>
+      Effect.gen(function* () {
+        const inARow = missingPolls + 1
+        if (inARow >= MISSING_POLLS_BEFORE_FAILING) {
+          yield* failTask(
+            state,
+            "expired",
+            UPSTREAM_TASK_MISSING,
+            `${missing.message} (${inARow} polls in a row); the charge was refunded in full`
+          )
+          return done
+        }
+        yield* Effect.logWarning("the upstream does not know a video task; polling it again").pipe(
+          Effect.annotateLogs({ taskId: state.taskId, upstreamTaskId: state.upstream?.taskId, inARow })
+        )
+        return { _tag: "Again", failure: missing, missing: true } as StepOutcome
+      })
+
+    /** The video is ready: stored and billed, or failed for good when no retry can help, or tried again. */
+    const whenSucceeded = (
+      state: VideoTaskState,
+      plugin: VideosPlugin,
+      model: PluginModel,
+      ref: VideoTaskRef,
+      status: Extract<VideoUpstreamStatus, { readonly _tag: "Succeeded" }>
+    ) =>
+      Effect.gen(function* () {
+        const completed = yield* Effect.result(
+          completeTask(state, plugin, model, ref, status.videoUrl, status.completionTokens)
+        )
+        if (completed._tag === "Success") return done
+        const error = completed.failure
+        // The guard refused the vendor's link (a private address): no retry can change that.
+        if (error._tag === "PluginFailure" && error.code === VIDEO_LINK_REFUSED) {
+          yield* failTask(state, "failed", VIDEO_LINK_REFUSED, `${error.message}; the charge was refunded in full`)
+          return done
+        }
+        if (error._tag === "PluginFailure") return { _tag: "Again", failure: error } as StepOutcome
+        if (error._tag === "ContentTooLarge") {
+          yield* failTask(state, "failed", "video_too_large", `the video exceeds ${error.limit} bytes`)
+          return done
+        }
+        return yield* Effect.fail(error)
+      })
+
+    /** What the upstream's status means for the task: progress recorded, failed, or completed. */
+    const whenPolled = (
+      state: VideoTaskState,
+      plugin: VideosPlugin,
+      model: PluginModel,
+      ref: VideoTaskRef,
+      status: VideoUpstreamStatus,
+      now: number
+    ) => {
+      switch (status._tag) {
+        case "Pending":
+          return Effect.as(
+            record(state, {
+              type: "ReportProgress",
+              status: status.status,
+              progress: status.progress,
+              at: new Date(now).toISOString()
+            }),
+            { _tag: "Again" } as StepOutcome
+          )
+        case "Failed":
+          return Effect.as(failTask(state, status.reason, status.code, status.message), done)
+        case "Succeeded":
+          return whenSucceeded(state, plugin, model, ref, status)
+      }
+    }
+
     /**
      * One step of one task; answers whether it is finished or when to come back. `missingPolls`: the polls in a
      * row before this one that the upstream answered 404.
@@ -39,7 +121,7 @@ export const makeVideoWorker = (context: VideoContext) =>
             "deadline_exceeded",
             `the upstream did not finish this video within ${config.video.deadlineMinutes} minutes; the charge was refunded in full`
           )
-          return { _tag: "Done" } as StepOutcome
+          return done
         }
         // Another instance's task (the claim filters these out; a changed config is the only way here): left
         // alone, never failed. Its deadline still fails it, on whichever instance claims it then.
@@ -62,55 +144,9 @@ export const makeVideoWorker = (context: VideoContext) =>
         const ref = { ...call, upstreamTaskId: state.upstream.taskId, upstreamIndex }
         const polled = yield* Effect.result(plugin.poll(ref))
         const missing = missingUpstreamTask(polled)
-        if (missing !== undefined) {
-          const inARow = missingPolls + 1
-          if (inARow >= MISSING_POLLS_BEFORE_FAILING) {
-            yield* failTask(
-              state,
-              "expired",
-              UPSTREAM_TASK_MISSING,
-              `${missing.message} (${inARow} polls in a row); the charge was refunded in full`
-            )
-            return { _tag: "Done" } as StepOutcome
-          }
-          yield* Effect.logWarning("the upstream does not know a video task; polling it again").pipe(
-            Effect.annotateLogs({ taskId: state.taskId, upstreamTaskId: state.upstream.taskId, inARow })
-          )
-          return { _tag: "Again", failure: missing, missing: true } as StepOutcome
-        }
+        if (missing !== undefined) return yield* whenMissing(state, missing, missingPolls)
         if (polled._tag === "Failure") return { _tag: "Again", failure: polled.failure } as StepOutcome
-        const status = polled.success
-        switch (status._tag) {
-          case "Pending":
-            yield* record(state, {
-              type: "ReportProgress",
-              status: status.status,
-              progress: status.progress,
-              at: new Date(now).toISOString()
-            })
-            return { _tag: "Again" } as StepOutcome
-          case "Failed":
-            yield* failTask(state, status.reason, status.code, status.message)
-            return { _tag: "Done" } as StepOutcome
-          case "Succeeded": {
-            const done = yield* Effect.result(
-              completeTask(state, plugin, model, ref, status.videoUrl, status.completionTokens)
-            )
-            if (done._tag === "Success") return { _tag: "Done" } as StepOutcome
-            const error = done.failure
-            // The guard refused the vendor's link (a private address): no retry can change that.
-            if (error._tag === "PluginFailure" && error.code === VIDEO_LINK_REFUSED) {
-              yield* failTask(state, "failed", VIDEO_LINK_REFUSED, `${error.message}; the charge was refunded in full`)
-              return { _tag: "Done" } as StepOutcome
-            }
-            if (error._tag === "PluginFailure") return { _tag: "Again", failure: error } as StepOutcome
-            if (error._tag === "ContentTooLarge") {
-              yield* failTask(state, "failed", "video_too_large", `the video exceeds ${error.limit} bytes`)
-              return { _tag: "Done" } as StepOutcome
-            }
-            return yield* Effect.fail(error)
-          }
-        }
+        return yield* whenPolled(state, plugin, model, ref, polled.success, now)
       })
 
     const advance = (taskId: string, failures: number, missingPolls: number) =>
