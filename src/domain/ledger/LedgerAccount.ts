@@ -50,134 +50,155 @@ export const decide = (state: AccountState, command: LedgerCommand): Decision =>
       message: `amount exceeds the ledger's maximum of ${formatMicros(MAX_MICROS)}`
     })
   }
-  const accountId = state.accountId
   switch (command.type) {
-    case "Deposit": {
-      if (command.amount <= 0n) return reject({ _tag: "InvalidAmount", message: "amount must be greater than zero" })
-      const earlier = state.depositReferences.get(command.reference)
-      if (earlier !== undefined) {
-        // Same reference, same amount: a retry, answered as the original. Another amount: a mistake worth a 409.
-        if (earlier === command.amount) return accept([], true)
-        return reject({ _tag: "DepositReferenceReused", reference: command.reference, amount: earlier })
-      }
-      if (state.deposited + command.amount > MAX_MICROS) {
-        // Every balance column is a 64-bit integer: a total past it could not be stored.
-        return reject({
-          _tag: "InvalidAmount",
-          message: `this deposit would take the account's deposits past the ledger's maximum of ${formatMicros(MAX_MICROS)}`
-        })
-      }
-      return accept([
-        {
-          type: "FundsDeposited",
-          data: { accountId, amount: formatMicros(command.amount), reference: command.reference, at: command.at }
-        }
-      ])
+    case "Deposit":
+      return deposit(state, command)
+    case "PlaceHold":
+      return placeHold(state, command)
+    case "SettleHold":
+      return settleHold(state, command)
+    case "ReleaseHold":
+      return releaseHold(state, command)
+  }
+}
+
+type CommandOf<T extends LedgerCommand["type"]> = Extract<LedgerCommand, { readonly type: T }>
+
+/** A deposit: positive, within the ledger's maximum, and once per reference (a retry is answered as the first). */
+const deposit = (state: AccountState, command: CommandOf<"Deposit">): Decision => {
+  const accountId = state.accountId
+  if (command.amount <= 0n) return reject({ _tag: "InvalidAmount", message: "amount must be greater than zero" })
+  const earlier = state.depositReferences.get(command.reference)
+  if (earlier !== undefined) {
+    // Same reference, same amount: a retry, answered as the original. Another amount: a mistake worth a 409.
+    if (earlier === command.amount) return accept([], true)
+    return reject({ _tag: "DepositReferenceReused", reference: command.reference, amount: earlier })
+  }
+  if (state.deposited + command.amount > MAX_MICROS) {
+    // Every balance column is a 64-bit integer: a total past it could not be stored.
+    return reject({
+      _tag: "InvalidAmount",
+      message: `this deposit would take the account's deposits past the ledger's maximum of ${formatMicros(MAX_MICROS)}`
+    })
+  }
+  return accept([
+    {
+      type: "FundsDeposited",
+      data: { accountId, amount: formatMicros(command.amount), reference: command.reference, at: command.at }
     }
-    case "PlaceHold": {
-      if (command.amount < 0n) return reject({ _tag: "InvalidAmount", message: "a hold cannot be negative" })
-      if (state.holds.has(command.holdId)) return reject({ _tag: "HoldAlreadyExists", holdId: command.holdId })
-      const free = available(state)
-      if (command.amount > free) {
-        return reject({ _tag: "InsufficientBalance", available: free, requested: command.amount })
-      }
-      if (command.keyId !== null && command.keySpendLimit !== null) {
-        const spend = state.keys.get(command.keyId) ?? { spent: 0n, held: 0n }
-        const used = spend.spent + spend.held
-        if (used + command.amount > command.keySpendLimit) {
-          return reject({
-            _tag: "SpendLimitExceeded",
-            limit: command.keySpendLimit,
-            used,
-            requested: command.amount
-          })
-        }
-      }
-      return accept([
-        {
-          type: "HoldPlaced",
-          data: {
-            accountId,
-            holdId: command.holdId,
-            amount: formatMicros(command.amount),
-            keyId: command.keyId,
-            model: command.model,
-            plugin: command.plugin,
-            requestId: command.requestId,
-            expiresAt: command.expiresAt,
-            at: command.at
-          }
-        }
-      ])
-    }
-    case "SettleHold": {
-      const hold = state.holds.get(command.holdId)
-      if (hold === undefined) return reject({ _tag: "HoldNotFound", holdId: command.holdId })
-      if (hold.status !== "pending") return reject({ _tag: "HoldNotPending", holdId: hold.holdId, status: hold.status })
-      if (command.cost < 0n) return reject({ _tag: "InvalidAmount", message: "a cost cannot be negative" })
-      const captured = min(command.cost, hold.amount)
-      const events: Array<LedgerEvent> = [
-        {
-          type: "UsageRecalculated",
-          data: {
-            accountId,
-            holdId: hold.holdId,
-            cost: formatMicros(command.cost),
-            captured: formatMicros(captured),
-            usage: command.usage,
-            metrics: usageMetrics(command.usage),
-            at: command.at
-          }
-        }
-      ]
-      if (hold.amount > captured) {
-        events.push({
-          type: "RefundIssued",
-          data: {
-            accountId,
-            holdId: hold.holdId,
-            amount: formatMicros(hold.amount - captured),
-            reason: "unused",
-            at: command.at
-          }
-        })
-      }
-      if (command.cost > hold.amount) {
-        // Availability after this hold is resolved: the capture and the hold's own release cancel out.
-        const free = available(state)
-        const overage = command.cost - hold.amount
-        const charged = min(overage, free > 0n ? free : 0n)
-        events.push({
-          type: "OverageCharged",
-          data: {
-            accountId,
-            holdId: hold.holdId,
-            amount: formatMicros(charged),
-            uncollected: formatMicros(overage - charged),
-            at: command.at
-          }
-        })
-      }
-      return accept(events)
-    }
-    case "ReleaseHold": {
-      const hold = state.holds.get(command.holdId)
-      if (hold === undefined) return reject({ _tag: "HoldNotFound", holdId: command.holdId })
-      if (hold.status !== "pending") return reject({ _tag: "HoldNotPending", holdId: hold.holdId, status: hold.status })
-      return accept([
-        {
-          type: "RefundIssued",
-          data: {
-            accountId,
-            holdId: hold.holdId,
-            amount: formatMicros(hold.amount),
-            reason: command.reason,
-            at: command.at
-          }
-        }
-      ])
+  ])
+}
+
+/** A hold: within what the account has available and what the key may still spend. */
+const placeHold = (state: AccountState, command: CommandOf<"PlaceHold">): Decision => {
+  const accountId = state.accountId
+  if (command.amount < 0n) return reject({ _tag: "InvalidAmount", message: "a hold cannot be negative" })
+  if (state.holds.has(command.holdId)) return reject({ _tag: "HoldAlreadyExists", holdId: command.holdId })
+  const free = available(state)
+  if (command.amount > free) {
+    return reject({ _tag: "InsufficientBalance", available: free, requested: command.amount })
+  }
+  if (command.keyId !== null && command.keySpendLimit !== null) {
+    const spend = state.keys.get(command.keyId) ?? { spent: 0n, held: 0n }
+    const used = spend.spent + spend.held
+    if (used + command.amount > command.keySpendLimit) {
+      return reject({
+        _tag: "SpendLimitExceeded",
+        limit: command.keySpendLimit,
+        used,
+        requested: command.amount
+      })
     }
   }
+  return accept([
+    {
+      type: "HoldPlaced",
+      data: {
+        accountId,
+        holdId: command.holdId,
+        amount: formatMicros(command.amount),
+        keyId: command.keyId,
+        model: command.model,
+        plugin: command.plugin,
+        requestId: command.requestId,
+        expiresAt: command.expiresAt,
+        at: command.at
+      }
+    }
+  ])
+}
+
+/** A pending hold's settlement: the cost captured up to the hold, the rest refunded, an overage charged if it can be. */
+const settleHold = (state: AccountState, command: CommandOf<"SettleHold">): Decision => {
+  const accountId = state.accountId
+  const hold = state.holds.get(command.holdId)
+  if (hold === undefined) return reject({ _tag: "HoldNotFound", holdId: command.holdId })
+  if (hold.status !== "pending") return reject({ _tag: "HoldNotPending", holdId: hold.holdId, status: hold.status })
+  if (command.cost < 0n) return reject({ _tag: "InvalidAmount", message: "a cost cannot be negative" })
+  const captured = min(command.cost, hold.amount)
+  const events: Array<LedgerEvent> = [
+    {
+      type: "UsageRecalculated",
+      data: {
+        accountId,
+        holdId: hold.holdId,
+        cost: formatMicros(command.cost),
+        captured: formatMicros(captured),
+        usage: command.usage,
+        metrics: usageMetrics(command.usage),
+        at: command.at
+      }
+    }
+  ]
+  if (hold.amount > captured) {
+    events.push({
+      type: "RefundIssued",
+      data: {
+        accountId,
+        holdId: hold.holdId,
+        amount: formatMicros(hold.amount - captured),
+        reason: "unused",
+        at: command.at
+      }
+    })
+  }
+  if (command.cost > hold.amount) {
+    // Availability after this hold is resolved: the capture and the hold's own release cancel out.
+    const free = available(state)
+    const overage = command.cost - hold.amount
+    const charged = min(overage, free > 0n ? free : 0n)
+    events.push({
+      type: "OverageCharged",
+      data: {
+        accountId,
+        holdId: hold.holdId,
+        amount: formatMicros(charged),
+        uncollected: formatMicros(overage - charged),
+        at: command.at
+      }
+    })
+  }
+  return accept(events)
+}
+
+/** A pending hold released in full: nothing was delivered. */
+const releaseHold = (state: AccountState, command: CommandOf<"ReleaseHold">): Decision => {
+  const accountId = state.accountId
+  const hold = state.holds.get(command.holdId)
+  if (hold === undefined) return reject({ _tag: "HoldNotFound", holdId: command.holdId })
+  if (hold.status !== "pending") return reject({ _tag: "HoldNotPending", holdId: hold.holdId, status: hold.status })
+  return accept([
+    {
+      type: "RefundIssued",
+      data: {
+        accountId,
+        holdId: hold.holdId,
+        amount: formatMicros(hold.amount),
+        reason: command.reason,
+        at: command.at
+      }
+    }
+  ])
 }
 
 const withKey = (
@@ -197,6 +218,23 @@ const withHold = (holds: ReadonlyMap<string, HoldState>, hold: HoldState): Reado
   return next
 }
 
+/** The pending hold a `HoldPlaced` event opens. */
+const placedHold = (event: Extract<LedgerEvent, { readonly type: "HoldPlaced" }>): HoldState => ({
+  holdId: event.data.holdId,
+  accountId: event.data.accountId,
+  keyId: event.data.keyId,
+  amount: amountOf(event.data.amount),
+  status: "pending",
+  captured: 0n,
+  refunded: 0n,
+  model: event.data.model,
+  plugin: event.data.plugin,
+  requestId: event.data.requestId,
+  expiresAt: event.data.expiresAt,
+  placedAt: event.data.at,
+  resolvedAt: null
+})
+
 /**
  * Folds one event. Unknown holds are tolerated (the writer loads only what a batch touches); the balance fields are
  * always complete because every event of the stream is folded into them.
@@ -212,26 +250,11 @@ export const evolve = (state: AccountState, event: LedgerEvent): AccountState =>
       return { ...moved, depositReferences }
     }
     case "HoldPlaced": {
-      const amount = amountOf(event.data.amount)
-      const hold: HoldState = {
-        holdId: event.data.holdId,
-        accountId: event.data.accountId,
-        keyId: event.data.keyId,
-        amount,
-        status: "pending",
-        captured: 0n,
-        refunded: 0n,
-        model: event.data.model,
-        plugin: event.data.plugin,
-        requestId: event.data.requestId,
-        expiresAt: event.data.expiresAt,
-        placedAt: event.data.at,
-        resolvedAt: null
-      }
+      const hold = placedHold(event)
       return {
         ...moved,
         holds: withHold(state.holds, hold),
-        keys: withKey(state.keys, hold.keyId, (s) => ({ spent: s.spent, held: s.held + amount }))
+        keys: withKey(state.keys, hold.keyId, (s) => ({ spent: s.spent, held: s.held + hold.amount }))
       }
     }
     case "UsageRecalculated": {
