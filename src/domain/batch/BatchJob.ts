@@ -71,39 +71,42 @@ export const pendingLines = (state: BatchState): ReadonlyArray<number> =>
 
 const micros = (decimal: string): bigint => parseDecimal(decimal) ?? 0n
 
+/** A batch as it is submitted: validating, no line started. */
+const submitted = (event: Extract<BatchEvent, { readonly type: "BatchSubmitted" }>): BatchState => {
+  const d = event.data
+  return {
+    batchId: d.batchId,
+    accountId: d.accountId,
+    key: d.key,
+    endpoint: d.endpoint,
+    inputFileId: d.inputFileId,
+    completionWindow: d.completionWindow,
+    customIds: d.customIds,
+    metadata: d.metadata,
+    requestId: d.requestId,
+    outputExpiresAfterSeconds: d.outputExpiresAfterSeconds ?? null,
+    status: "validating",
+    started: new Map(),
+    lines: new Map(),
+    vendor: new Map(),
+    succeeded: 0,
+    failed: 0,
+    cost: 0n,
+    outputFileId: null,
+    errorFileId: null,
+    message: null,
+    createdAt: d.at,
+    expiresAt: d.expiresAt,
+    times: { validating: d.at },
+    updatedAt: d.at,
+    version: 1n,
+    deleted: false
+  }
+}
+
 /** Folds one event. A stream always starts with `BatchSubmitted`; other events before it are ignored. */
 export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchState | undefined => {
-  if (event.type === "BatchSubmitted") {
-    const d = event.data
-    return {
-      batchId: d.batchId,
-      accountId: d.accountId,
-      key: d.key,
-      endpoint: d.endpoint,
-      inputFileId: d.inputFileId,
-      completionWindow: d.completionWindow,
-      customIds: d.customIds,
-      metadata: d.metadata,
-      requestId: d.requestId,
-      outputExpiresAfterSeconds: d.outputExpiresAfterSeconds ?? null,
-      status: "validating",
-      started: new Map(),
-      lines: new Map(),
-      vendor: new Map(),
-      succeeded: 0,
-      failed: 0,
-      cost: 0n,
-      outputFileId: null,
-      errorFileId: null,
-      message: null,
-      createdAt: d.at,
-      expiresAt: d.expiresAt,
-      times: { validating: d.at },
-      updatedAt: d.at,
-      version: 1n,
-      deleted: false
-    }
-  }
+  if (event.type === "BatchSubmitted") return submitted(event)
   if (state === undefined) return undefined
   const at = event.data.at
   const next = { ...state, version: state.version + 1n, updatedAt: at }
@@ -181,6 +184,54 @@ const reject = (rejection: BatchRejection): BatchDecision => ({ _tag: "Rejected"
 const wrong = (state: BatchState, command: BatchCommand): BatchDecision =>
   reject({ _tag: "WrongStatus", status: state.status, command: command.type })
 
+type CommandOf<T extends BatchCommand["type"]> = Extract<BatchCommand, { readonly type: T }>
+
+/** A line that exists, has not finished, and has not started yet, of a batch in progress (rule 8). */
+const startLine = (state: BatchState, command: CommandOf<"StartLine">): BatchDecision => {
+  const { line } = command
+  if (!Number.isInteger(line) || line < 0 || line >= state.customIds.length) return reject({ _tag: "NoSuchLine", line })
+  if (state.lines.has(line)) return reject({ _tag: "LineFinished", line })
+  if (state.started.has(line)) return reject({ _tag: "LineStarted", line })
+  if (state.status !== "in_progress") return wrong(state, command)
+  return accept({
+    type: "BatchLineStarted",
+    data: { batchId: state.batchId, line, holdId: command.holdId, at: command.at }
+  })
+}
+
+/** A line of the file that has not finished, of a batch that runs (rules 1 and 3). */
+const finishLine = (state: BatchState, command: CommandOf<"FinishLine">): BatchDecision => {
+  const { line } = command.result
+  if (!Number.isInteger(line) || line < 0 || line >= state.customIds.length) return reject({ _tag: "NoSuchLine", line })
+  if (state.lines.has(line)) return reject({ _tag: "LineFinished", line })
+  if (state.status !== "in_progress" && state.status !== "cancelling") return wrong(state, command)
+  return accept({
+    type: "BatchLineFinished",
+    data: { ...command.result, customId: state.customIds[line] as string, batchId: state.batchId, at: command.at }
+  })
+}
+
+/** Completed only from finalizing (rule 4), cancelled only from cancelling, expired only at its expiry (rule 6). */
+const end = (state: BatchState, command: CommandOf<"End">): BatchDecision => {
+  const ending = command.ending
+  if (ending === "completed" && state.status !== "finalizing") return wrong(state, command)
+  if (ending === "cancelled" && state.status !== "cancelling") return wrong(state, command)
+  if (ending === "expired" && Date.parse(command.at) < Date.parse(state.expiresAt)) {
+    return reject({ _tag: "NotExpired" })
+  }
+  return accept({
+    type: "BatchEnded",
+    data: {
+      batchId: state.batchId,
+      ending,
+      outputFileId: command.outputFileId,
+      errorFileId: command.errorFileId,
+      message: command.message,
+      at: command.at
+    }
+  })
+}
+
 /**
  * The batch rules (property-tested in test/domain/batch/BatchJob.test.ts):
  * 1. a line finishes at most once, and only a line of the file;
@@ -206,28 +257,10 @@ export const decide = (state: BatchState, command: BatchCommand): BatchDecision 
     case "Start":
       if (state.status !== "validating") return wrong(state, command)
       return accept({ type: "BatchStarted", data: { batchId, at: command.at } })
-    case "StartLine": {
-      const { line } = command
-      if (!Number.isInteger(line) || line < 0 || line >= state.customIds.length) {
-        return reject({ _tag: "NoSuchLine", line })
-      }
-      if (state.lines.has(line)) return reject({ _tag: "LineFinished", line })
-      if (state.started.has(line)) return reject({ _tag: "LineStarted", line })
-      if (state.status !== "in_progress") return wrong(state, command)
-      return accept({ type: "BatchLineStarted", data: { batchId, line, holdId: command.holdId, at: command.at } })
-    }
-    case "FinishLine": {
-      const { line } = command.result
-      if (!Number.isInteger(line) || line < 0 || line >= state.customIds.length) {
-        return reject({ _tag: "NoSuchLine", line })
-      }
-      if (state.lines.has(line)) return reject({ _tag: "LineFinished", line })
-      if (state.status !== "in_progress" && state.status !== "cancelling") return wrong(state, command)
-      return accept({
-        type: "BatchLineFinished",
-        data: { ...command.result, customId: state.customIds[line] as string, batchId, at: command.at }
-      })
-    }
+    case "StartLine":
+      return startLine(state, command)
+    case "FinishLine":
+      return finishLine(state, command)
     case "Cancel":
       if (state.status === "cancelling") return accept()
       if (state.status !== "validating" && state.status !== "in_progress") return wrong(state, command)
@@ -242,24 +275,7 @@ export const decide = (state: BatchState, command: BatchCommand): BatchDecision 
       if (state.status !== "in_progress") return wrong(state, command)
       if (pending > 0) return reject({ _tag: "LinesPending", pending })
       return accept({ type: "BatchFinalizing", data: { batchId, at: command.at } })
-    case "End": {
-      const ending = command.ending
-      if (ending === "completed" && state.status !== "finalizing") return wrong(state, command)
-      if (ending === "cancelled" && state.status !== "cancelling") return wrong(state, command)
-      if (ending === "expired" && Date.parse(command.at) < Date.parse(state.expiresAt)) {
-        return reject({ _tag: "NotExpired" })
-      }
-      return accept({
-        type: "BatchEnded",
-        data: {
-          batchId,
-          ending,
-          outputFileId: command.outputFileId,
-          errorFileId: command.errorFileId,
-          message: command.message,
-          at: command.at
-        }
-      })
-    }
+    case "End":
+      return end(state, command)
   }
 }
