@@ -72,69 +72,78 @@ export const decodeOperatorConfig = (
   const upstreamLimits = new Map<string, UpstreamLimits>()
   const upstreams = decodeUpstreams(input, root.upstreams, upstreamLimits)
   const models = decodeModels(input, root.models, upstreams, options.priceKeys ?? new Map())
-  const plugins = input.list(root.plugins, "plugins", false)?.flatMap((item, index) => {
-    const specifier = input.string(item, `plugins[${index}]`)
-    return specifier === undefined ? [] : [isRelative(specifier) ? options.resolvePlugin(specifier) : specifier]
-  })
-  const ledger = input.object(root.ledger, "ledger", ["holdTtlSeconds"], false) ?? {}
-  const video = input.object(root.video, "video", ["pollIntervalMs", "deadlineMinutes", "retentionDays"], false) ?? {}
-  const responses = input.object(root.responses, "responses", ["retentionDays"], false) ?? {}
-  const files = input.object(root.files, "files", ["retentionDays"], false) ?? {}
-  const rateLimits = input.object(root.rateLimits, "rateLimits", ["rpm", "tpm", "concurrency"], false) ?? {}
-  // A default limit is optional: absent (or null) means none of that kind for keys without their own.
-  const limit = (name: "rpm" | "tpm" | "concurrency"): number | null =>
-    rateLimits[name] === undefined || rateLimits[name] === null
-      ? null
-      : input.positiveInt(rateLimits[name], `rateLimits.${name}`, 0)
   const config: OperatorConfigData = {
     upstreams,
     upstreamLimits,
     models,
     routing: decodeRouting(input, root.routing),
     alerts: decodeAlerts(input, root.alerts),
-    plugins: plugins ?? [],
-    ledger: {
-      holdTtlSeconds: input.positiveInt(
-        ledger.holdTtlSeconds,
-        "ledger.holdTtlSeconds",
-        OperatorConfigDefaults.holdTtlSeconds
-      )
-    },
-    rateLimits: { rpm: limit("rpm"), tpm: limit("tpm"), concurrency: limit("concurrency") },
-    video: {
-      pollIntervalMs: input.positiveInt(
-        video.pollIntervalMs,
-        "video.pollIntervalMs",
-        OperatorConfigDefaults.videoPollIntervalMs
-      ),
-      deadlineMinutes: input.positiveInt(
-        video.deadlineMinutes,
-        "video.deadlineMinutes",
-        OperatorConfigDefaults.videoDeadlineMinutes
-      ),
-      retentionDays: input.positiveInt(
-        video.retentionDays,
-        "video.retentionDays",
-        OperatorConfigDefaults.videoRetentionDays
-      )
-    },
+    plugins: decodePlugins(input, root.plugins, options),
+    ledger: decodeLedger(input, root.ledger),
+    rateLimits: decodeDefaultLimits(input, root.rateLimits),
+    video: decodeVideo(input, root.video),
     batches: decodeBatches(input, root.batches),
     responses: {
-      retentionDays: input.positiveInt(
-        responses.retentionDays,
-        "responses.retentionDays",
-        OperatorConfigDefaults.responsesRetentionDays
-      )
+      retentionDays: retentionDays(input, root.responses, "responses", OperatorConfigDefaults.responsesRetentionDays)
     },
-    files: {
-      retentionDays: input.positiveInt(
-        files.retentionDays,
-        "files.retentionDays",
-        OperatorConfigDefaults.filesRetentionDays
-      )
-    }
+    files: { retentionDays: retentionDays(input, root.files, "files", OperatorConfigDefaults.filesRetentionDays) }
   }
   return issues.length === 0 ? Result.succeed(config) : Result.fail(issues)
+}
+
+/** `plugins:`, module specifiers; a relative one is resolved against the config file's folder. */
+const decodePlugins = (input: Input, raw: unknown, options: DecodeOptions): ReadonlyArray<string> =>
+  input.list(raw, "plugins", false)?.flatMap((item, index) => {
+    const specifier = input.string(item, `plugins[${index}]`)
+    return specifier === undefined ? [] : [isRelative(specifier) ? options.resolvePlugin(specifier) : specifier]
+  }) ?? []
+
+const decodeLedger = (input: Input, raw: unknown): OperatorConfigData["ledger"] => {
+  const ledger = input.object(raw, "ledger", ["holdTtlSeconds"], false) ?? {}
+  return {
+    holdTtlSeconds: input.positiveInt(
+      ledger.holdTtlSeconds,
+      "ledger.holdTtlSeconds",
+      OperatorConfigDefaults.holdTtlSeconds
+    )
+  }
+}
+
+/** `rateLimits:`, the limits of keys without their own: absent (or null) means none of that kind. */
+const decodeDefaultLimits = (input: Input, raw: unknown): OperatorConfigData["rateLimits"] => {
+  const rateLimits = input.object(raw, "rateLimits", ["rpm", "tpm", "concurrency"], false) ?? {}
+  const limit = (name: "rpm" | "tpm" | "concurrency"): number | null =>
+    rateLimits[name] === undefined || rateLimits[name] === null
+      ? null
+      : input.positiveInt(rateLimits[name], `rateLimits.${name}`, 0)
+  return { rpm: limit("rpm"), tpm: limit("tpm"), concurrency: limit("concurrency") }
+}
+
+const decodeVideo = (input: Input, raw: unknown): OperatorConfigData["video"] => {
+  const video = input.object(raw, "video", ["pollIntervalMs", "deadlineMinutes", "retentionDays"], false) ?? {}
+  return {
+    pollIntervalMs: input.positiveInt(
+      video.pollIntervalMs,
+      "video.pollIntervalMs",
+      OperatorConfigDefaults.videoPollIntervalMs
+    ),
+    deadlineMinutes: input.positiveInt(
+      video.deadlineMinutes,
+      "video.deadlineMinutes",
+      OperatorConfigDefaults.videoDeadlineMinutes
+    ),
+    retentionDays: input.positiveInt(
+      video.retentionDays,
+      "video.retentionDays",
+      OperatorConfigDefaults.videoRetentionDays
+    )
+  }
+}
+
+/** A section whose one field is `retentionDays` (`responses:`, `files:`). */
+const retentionDays = (input: Input, raw: unknown, section: string, fallback: number): number => {
+  const fields = input.object(raw, section, ["retentionDays"], false) ?? {}
+  return input.positiveInt(fields.retentionDays, `${section}.retentionDays`, fallback)
 }
 
 /** `auth: bearer`, `auth: { header: x-acme-key }` or `auth: { query: key }`: how the upstream's key is sent. */
@@ -168,6 +177,66 @@ const decodeBatchCapable = (input: Input, raw: unknown, path: string, protocol: 
   return { batch: true }
 }
 
+/** One entry of `upstreams:`; its own limits go to `limits`. Undefined when it is not an object at all. */
+const decodeUpstream = (
+  input: Input,
+  name: string,
+  value: unknown,
+  limits: Map<string, UpstreamLimits>
+): UpstreamConfig | undefined => {
+  const path = `upstreams.${name}`
+  const fields = input.object(value, path, [
+    "protocol",
+    "baseUrl",
+    "apiKey",
+    "timeoutMs",
+    "idleTimeoutMs",
+    "maxConnections",
+    "auth",
+    "rpm",
+    "tpm",
+    "maxConcurrency",
+    "batch"
+  ])
+  if (fields === undefined) return undefined
+  limits.set(name, decodeUpstreamLimits(input, fields, path))
+  const protocol = fields.protocol
+  if (protocol === undefined) input.issue(`${path}.protocol`, "required")
+  else if (!isUpstreamProtocol(protocol) && !isPluginProtocolName(protocol)) {
+    if (protocol !== Unresolved) {
+      input.issue(
+        `${path}.protocol`,
+        `expected one of ${UpstreamProtocols.join(", ")}, or a plugin's own protocol name (lowercase letters, digits, dashes)`
+      )
+    }
+  }
+  const baseUrl = input.string(fields.baseUrl, `${path}.baseUrl`)
+  if (baseUrl !== undefined && (isUpstreamProtocol(protocol) || isPluginProtocolName(protocol))) {
+    const problem = baseUrlProblem(protocol, baseUrl)
+    if (problem !== undefined) input.issue(`${path}.baseUrl`, problem)
+  }
+  const apiKey = input.string(fields.apiKey, `${path}.apiKey`)
+  const upstream: UpstreamConfig = {
+    name,
+    protocol: isUpstreamProtocol(protocol) || isPluginProtocolName(protocol) ? protocol : "openai",
+    ...decodeAuth(input, fields.auth, `${path}.auth`),
+    baseUrl: (baseUrl ?? "").replace(/\/+$/, ""),
+    apiKey: Redacted.make(apiKey ?? "", { label: `${path}.apiKey` }),
+    timeoutMs: input.positiveInt(fields.timeoutMs, `${path}.timeoutMs`, OperatorConfigDefaults.upstreamTimeoutMs),
+    idleTimeoutMs: input.positiveInt(
+      fields.idleTimeoutMs,
+      `${path}.idleTimeoutMs`,
+      OperatorConfigDefaults.upstreamIdleTimeoutMs
+    ),
+    maxConnections: input.positiveInt(
+      fields.maxConnections,
+      `${path}.maxConnections`,
+      OperatorConfigDefaults.upstreamMaxConnections
+    )
+  }
+  return { ...upstream, ...decodeBatchCapable(input, fields.batch, path, upstream.protocol) }
+}
+
 const decodeUpstreams = (
   input: Input,
   raw: unknown,
@@ -178,57 +247,8 @@ const decodeUpstreams = (
   if (entries === undefined) return upstreams
   if (Object.keys(entries).length === 0) input.issue("upstreams", "expected at least one upstream")
   for (const [name, value] of Object.entries(entries)) {
-    const path = `upstreams.${name}`
-    const fields = input.object(value, path, [
-      "protocol",
-      "baseUrl",
-      "apiKey",
-      "timeoutMs",
-      "idleTimeoutMs",
-      "maxConnections",
-      "auth",
-      "rpm",
-      "tpm",
-      "maxConcurrency",
-      "batch"
-    ])
-    if (fields === undefined) continue
-    limits.set(name, decodeUpstreamLimits(input, fields, path))
-    const protocol = fields.protocol
-    if (protocol === undefined) input.issue(`${path}.protocol`, "required")
-    else if (!isUpstreamProtocol(protocol) && !isPluginProtocolName(protocol)) {
-      if (protocol !== Unresolved) {
-        input.issue(
-          `${path}.protocol`,
-          `expected one of ${UpstreamProtocols.join(", ")}, or a plugin's own protocol name (lowercase letters, digits, dashes)`
-        )
-      }
-    }
-    const baseUrl = input.string(fields.baseUrl, `${path}.baseUrl`)
-    if (baseUrl !== undefined && (isUpstreamProtocol(protocol) || isPluginProtocolName(protocol))) {
-      const problem = baseUrlProblem(protocol, baseUrl)
-      if (problem !== undefined) input.issue(`${path}.baseUrl`, problem)
-    }
-    const apiKey = input.string(fields.apiKey, `${path}.apiKey`)
-    const upstream: UpstreamConfig = {
-      name,
-      protocol: isUpstreamProtocol(protocol) || isPluginProtocolName(protocol) ? protocol : "openai",
-      ...decodeAuth(input, fields.auth, `${path}.auth`),
-      baseUrl: (baseUrl ?? "").replace(/\/+$/, ""),
-      apiKey: Redacted.make(apiKey ?? "", { label: `${path}.apiKey` }),
-      timeoutMs: input.positiveInt(fields.timeoutMs, `${path}.timeoutMs`, OperatorConfigDefaults.upstreamTimeoutMs),
-      idleTimeoutMs: input.positiveInt(
-        fields.idleTimeoutMs,
-        `${path}.idleTimeoutMs`,
-        OperatorConfigDefaults.upstreamIdleTimeoutMs
-      ),
-      maxConnections: input.positiveInt(
-        fields.maxConnections,
-        `${path}.maxConnections`,
-        OperatorConfigDefaults.upstreamMaxConnections
-      )
-    }
-    upstreams.set(name, { ...upstream, ...decodeBatchCapable(input, fields.batch, path, upstream.protocol) })
+    const upstream = decodeUpstream(input, name, value, limits)
+    if (upstream !== undefined) upstreams.set(name, upstream)
   }
   return upstreams
 }
