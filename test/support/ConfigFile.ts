@@ -1,4 +1,4 @@
-/** An operator config file for a test gateway (`startTestGateway({ configPath })`), in a temporary folder of its own. */
+/** An operator config for a test gateway (`startTestGateway({ configPath })`), in a temporary folder of its own. */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"

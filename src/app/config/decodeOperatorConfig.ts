@@ -79,14 +79,10 @@ export const decodeOperatorConfig = (
     routing: decodeRouting(input, root.routing),
     alerts: decodeAlerts(input, root.alerts),
     plugins: decodePlugins(input, root.plugins, options),
-    ledger: decodeLedger(input, root.ledger),
+    ...decodeOneNumberSections(input, root),
     rateLimits: decodeDefaultLimits(input, root.rateLimits),
     video: decodeVideo(input, root.video),
-    batches: decodeBatches(input, root.batches),
-    responses: {
-      retentionDays: retentionDays(input, root.responses, "responses", OperatorConfigDefaults.responsesRetentionDays)
-    },
-    files: { retentionDays: retentionDays(input, root.files, "files", OperatorConfigDefaults.filesRetentionDays) }
+    batches: decodeBatches(input, root.batches)
   }
   return issues.length === 0 ? Result.succeed(config) : Result.fail(issues)
 }
@@ -97,17 +93,6 @@ const decodePlugins = (input: Input, raw: unknown, options: DecodeOptions): Read
     const specifier = input.string(item, `plugins[${index}]`)
     return specifier === undefined ? [] : [isRelative(specifier) ? options.resolvePlugin(specifier) : specifier]
   }) ?? []
-
-const decodeLedger = (input: Input, raw: unknown): OperatorConfigData["ledger"] => {
-  const ledger = input.object(raw, "ledger", ["holdTtlSeconds"], false) ?? {}
-  return {
-    holdTtlSeconds: input.positiveInt(
-      ledger.holdTtlSeconds,
-      "ledger.holdTtlSeconds",
-      OperatorConfigDefaults.holdTtlSeconds
-    )
-  }
-}
 
 /** `rateLimits:`, the limits of keys without their own: absent (or null) means none of that kind. */
 const decodeDefaultLimits = (input: Input, raw: unknown): OperatorConfigData["rateLimits"] => {
@@ -140,10 +125,17 @@ const decodeVideo = (input: Input, raw: unknown): OperatorConfigData["video"] =>
   }
 }
 
-/** A section whose one field is `retentionDays` (`responses:`, `files:`). */
-const retentionDays = (input: Input, raw: unknown, section: string, fallback: number): number => {
-  const fields = input.object(raw, section, ["retentionDays"], false) ?? {}
-  return input.positiveInt(fields.retentionDays, `${section}.retentionDays`, fallback)
+/** Sections of one positive whole number: `ledger: { holdTtlSeconds }`, `responses:`/`files:` `{ retentionDays }`. */
+const decodeOneNumberSections = (input: Input, root: Readonly<Record<string, unknown>>) => {
+  const one = (section: string, field: string, fallback: number) => {
+    const fields = input.object(root[section], section, [field], false) ?? {}
+    return input.positiveInt(fields[field], `${section}.${field}`, fallback)
+  }
+  return {
+    ledger: { holdTtlSeconds: one("ledger", "holdTtlSeconds", OperatorConfigDefaults.holdTtlSeconds) },
+    responses: { retentionDays: one("responses", "retentionDays", OperatorConfigDefaults.responsesRetentionDays) },
+    files: { retentionDays: one("files", "retentionDays", OperatorConfigDefaults.filesRetentionDays) }
+  }
 }
 
 /** `auth: bearer`, `auth: { header: x-acme-key }` or `auth: { query: key }`: how the upstream's key is sent. */

@@ -67,7 +67,7 @@ const newResponse = (input: ResponsesInput, turn: Turn, retentionMs: number): Ne
   }
 }
 
-/** A foreground response for the chat pipeline: the response (unless `store: false`) and its turn kept with its bill. */
+/** A foreground response for the chat pipeline: it (unless `store: false`) and its turn are kept with its bill. */
 const inForeground = (input: ResponsesInput, turn: Turn, created: NewResponse): ChatInput => {
   const stored = input.body.store !== false
   const { conversation } = created

@@ -72,37 +72,34 @@ export const pendingLines = (state: BatchState): ReadonlyArray<number> =>
 const micros = (decimal: string): bigint => parseDecimal(decimal) ?? 0n
 
 /** A batch as it is submitted: validating, no line started. */
-const submitted = (event: Extract<BatchEvent, { readonly type: "BatchSubmitted" }>): BatchState => {
-  const d = event.data
-  return {
-    batchId: d.batchId,
-    accountId: d.accountId,
-    key: d.key,
-    endpoint: d.endpoint,
-    inputFileId: d.inputFileId,
-    completionWindow: d.completionWindow,
-    customIds: d.customIds,
-    metadata: d.metadata,
-    requestId: d.requestId,
-    outputExpiresAfterSeconds: d.outputExpiresAfterSeconds ?? null,
-    status: "validating",
-    started: new Map(),
-    lines: new Map(),
-    vendor: new Map(),
-    succeeded: 0,
-    failed: 0,
-    cost: 0n,
-    outputFileId: null,
-    errorFileId: null,
-    message: null,
-    createdAt: d.at,
-    expiresAt: d.expiresAt,
-    times: { validating: d.at },
-    updatedAt: d.at,
-    version: 1n,
-    deleted: false
-  }
-}
+const submitted = ({ data: d }: Extract<BatchEvent, { readonly type: "BatchSubmitted" }>): BatchState => ({
+  batchId: d.batchId,
+  accountId: d.accountId,
+  key: d.key,
+  endpoint: d.endpoint,
+  inputFileId: d.inputFileId,
+  completionWindow: d.completionWindow,
+  customIds: d.customIds,
+  metadata: d.metadata,
+  requestId: d.requestId,
+  outputExpiresAfterSeconds: d.outputExpiresAfterSeconds ?? null,
+  status: "validating",
+  started: new Map(),
+  lines: new Map(),
+  vendor: new Map(),
+  succeeded: 0,
+  failed: 0,
+  cost: 0n,
+  outputFileId: null,
+  errorFileId: null,
+  message: null,
+  createdAt: d.at,
+  expiresAt: d.expiresAt,
+  times: { validating: d.at },
+  updatedAt: d.at,
+  version: 1n,
+  deleted: false
+})
 
 /** Folds one event. A stream always starts with `BatchSubmitted`; other events before it are ignored. */
 export const evolve = (state: BatchState | undefined, event: BatchEvent): BatchState | undefined => {

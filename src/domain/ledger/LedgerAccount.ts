@@ -128,7 +128,7 @@ const placeHold = (state: AccountState, command: CommandOf<"PlaceHold">): Decisi
   ])
 }
 
-/** A pending hold's settlement: the cost captured up to the hold, the rest refunded, an overage charged if it can be. */
+/** A pending hold settled: its cost captured up to the hold, the rest refunded, an overage charged if it can be. */
 const settleHold = (state: AccountState, command: CommandOf<"SettleHold">): Decision => {
   const accountId = state.accountId
   const hold = state.holds.get(command.holdId)

@@ -166,45 +166,42 @@ export interface VideoTaskState {
 export const isTerminal = (status: VideoStatus): boolean => status === "completed" || status === "failed"
 
 /** A task as it is submitted: queued, nothing sent upstream, nothing charged yet. */
-const submitted = (event: Extract<VideoTaskEvent, { readonly type: "VideoTaskSubmitted" }>): VideoTaskState => {
-  const d = event.data
-  return {
-    taskId: d.taskId,
-    accountId: d.accountId,
-    keyId: d.keyId,
-    model: d.model,
-    plugin: d.plugin,
-    holdId: d.holdId,
-    held: d.held,
-    estimatedTokens: d.estimatedTokens,
-    prompt: d.request.prompt,
-    seconds: d.request.seconds,
-    resolution: d.request.resolution,
-    ratio: d.request.ratio,
-    inputType: d.request.inputType,
-    images: d.request.images,
-    videos: d.request.videos,
-    idempotencyKey: d.idempotencyKey,
-    requestHash: d.requestHash,
-    requestId: d.requestId,
-    status: "queued",
-    progress: 0,
-    upstream: null,
-    tokens: null,
-    tokensReported: null,
-    cost: null,
-    content: null,
-    error: null,
-    createdAt: d.at,
-    deadlineAt: d.deadlineAt,
-    completedAt: null,
-    failedAt: null,
-    expiresAt: null,
-    contentExpiredAt: null,
-    updatedAt: d.at,
-    version: 1n
-  }
-}
+const submitted = ({ data: d }: Extract<VideoTaskEvent, { readonly type: "VideoTaskSubmitted" }>): VideoTaskState => ({
+  taskId: d.taskId,
+  accountId: d.accountId,
+  keyId: d.keyId,
+  model: d.model,
+  plugin: d.plugin,
+  holdId: d.holdId,
+  held: d.held,
+  estimatedTokens: d.estimatedTokens,
+  prompt: d.request.prompt,
+  seconds: d.request.seconds,
+  resolution: d.request.resolution,
+  ratio: d.request.ratio,
+  inputType: d.request.inputType,
+  images: d.request.images,
+  videos: d.request.videos,
+  idempotencyKey: d.idempotencyKey,
+  requestHash: d.requestHash,
+  requestId: d.requestId,
+  status: "queued",
+  progress: 0,
+  upstream: null,
+  tokens: null,
+  tokensReported: null,
+  cost: null,
+  content: null,
+  error: null,
+  createdAt: d.at,
+  deadlineAt: d.deadlineAt,
+  completedAt: null,
+  failedAt: null,
+  expiresAt: null,
+  contentExpiredAt: null,
+  updatedAt: d.at,
+  version: 1n
+})
 
 /** Folds one event. A stream always starts with `VideoTaskSubmitted`; other events before it are ignored. */
 export const evolve = (state: VideoTaskState | undefined, event: VideoTaskEvent): VideoTaskState | undefined => {

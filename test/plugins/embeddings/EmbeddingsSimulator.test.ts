@@ -1,6 +1,7 @@
 /**
  * The embeddings plugin against the simulator's OpenAI `/v1/embeddings` and Gemini `:batchEmbedContents`, through
- * the real upstream client: vectors decoded from base64, usage, Gemini batching and billing, one attempt per call, failures.
+ * the real upstream client: vectors decoded from base64, usage, Gemini batching and billing, one attempt per call,
+ * failures.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { embeddingVector } from "../../../src/adapters/simulator/audio/EmbeddingVectors.ts"
