@@ -126,18 +126,26 @@ interface Conversation {
   readonly origins: Array<number>
 }
 
-const pushAssistant = (conversation: Conversation, parts: ReadonlyArray<AssistantPart>, index: number) => {
+/**
+ * `message` into the conversation: joined to the last message when that one has its role (consecutive items of one
+ * role are one turn to the model), else a new message, from input item `index`.
+ */
+const pushMessage = (conversation: Conversation, message: Message, index: number) => {
   const last = conversation.messages.at(-1)
-  if (last?.role === "assistant")
-    conversation.messages[conversation.messages.length - 1] = {
-      role: "assistant",
-      content: [...last.content, ...parts]
-    }
-  else {
-    conversation.messages.push({ role: "assistant", content: parts })
+  if (last?.role !== message.role) {
+    conversation.messages.push(message)
     conversation.origins.push(index)
+    return
   }
+  // The same role on both sides, so the same kind of parts: the union cannot say so by itself.
+  conversation.messages[conversation.messages.length - 1] = {
+    role: last.role,
+    content: [...last.content, ...message.content]
+  } as Message
 }
+
+const pushAssistant = (conversation: Conversation, parts: ReadonlyArray<AssistantPart>, index: number) =>
+  pushMessage(conversation, { role: "assistant", content: parts }, index)
 
 const added: Converted<undefined> = Result.succeed(undefined)
 
@@ -160,16 +168,7 @@ const addMessage = (
     case "user": {
       const parts = userParts(item.content, `${param}.content`, nativeOnly)
       if (Result.isFailure(parts)) return Result.fail(parts.failure)
-      const last = conversation.messages.at(-1)
-      if (last?.role === "user")
-        conversation.messages[conversation.messages.length - 1] = {
-          role: "user",
-          content: [...last.content, ...parts.success]
-        }
-      else {
-        conversation.messages.push({ role: "user", content: parts.success })
-        conversation.origins.push(i)
-      }
+      pushMessage(conversation, { role: "user", content: parts.success }, i)
       return added
     }
     case "assistant": {
@@ -207,16 +206,7 @@ const addFunctionCall = (conversation: Conversation, item: JsonRecord, i: number
 const addFunctionOutput = (conversation: Conversation, item: JsonRecord, i: number): Converted<undefined> => {
   const result = toolResult(item, `input.${i}`)
   if (Result.isFailure(result)) return Result.fail(result.failure)
-  const last = conversation.messages.at(-1)
-  if (last?.role === "tool")
-    conversation.messages[conversation.messages.length - 1] = {
-      role: "tool",
-      content: [...last.content, result.success]
-    }
-  else {
-    conversation.messages.push({ role: "tool", content: [result.success] })
-    conversation.origins.push(i)
-  }
+  pushMessage(conversation, { role: "tool", content: [result.success] }, i)
   return added
 }
 
