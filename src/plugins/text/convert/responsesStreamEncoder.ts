@@ -171,35 +171,32 @@ export const makeResponsesStreamEncoder = (options: ResponsesStreamEncoderOption
     return []
   }
 
-  /** The terminal event for how the message ended: completed, incomplete or failed, with every item whole. */
-  const endMessage = (ev: Extract<StreamEvent, { readonly type: "message_end" }>): ReadonlyArray<string> => {
+  /** The terminal event `type`: the Response as it ended (`fields` say how), every item whole, kept as `final`. */
+  const finish = (status: string, type: string, fields: JsonRecord): ReadonlyArray<string> => {
     const frames = [...stop()]
-    if (ev.usage !== undefined) usage = ev.usage
-    const { status, incomplete_details } = statusOf(ev.stopReason)
-    final = response(status, {
-      ...(status === "completed" ? { completed_at: identity.createdAt } : {}),
-      incomplete_details,
-      ...(status === "failed" ? { error: { code: "server_error", message: "the model failed to finish" } } : {}),
-      output: [...output],
-      usage: irUsageToResponses(usage)
-    })
-    const type =
-      status === "completed" ? "response.completed" : status === "failed" ? "response.failed" : "response.incomplete"
+    final = response(status, { ...fields, output: [...output], usage: irUsageToResponses(usage) })
     frames.push(event(type, { response: forClient(final) }))
     return frames
   }
 
-  /** A failure mid-stream: `response.failed` with what was output so far. */
-  const fail = (ev: Extract<StreamEvent, { readonly type: "error" }>): ReadonlyArray<string> => {
-    const frames = [...stop()]
-    final = response("failed", {
-      error: { code: ev.kind === "rate_limit" ? "rate_limit_exceeded" : "server_error", message: ev.message },
-      output: [...output],
-      usage: irUsageToResponses(usage)
+  /** How the message ended: completed, incomplete or failed. */
+  const endMessage = (ev: Extract<StreamEvent, { readonly type: "message_end" }>): ReadonlyArray<string> => {
+    if (ev.usage !== undefined) usage = ev.usage
+    const { status, incomplete_details } = statusOf(ev.stopReason)
+    const type =
+      status === "completed" ? "response.completed" : status === "failed" ? "response.failed" : "response.incomplete"
+    return finish(status, type, {
+      ...(status === "completed" ? { completed_at: identity.createdAt } : {}),
+      incomplete_details,
+      ...(status === "failed" ? { error: { code: "server_error", message: "the model failed to finish" } } : {})
     })
-    frames.push(event("response.failed", { response: forClient(final) }))
-    return frames
   }
+
+  /** A failure mid-stream: `response.failed` with what was output so far. */
+  const fail = (ev: Extract<StreamEvent, { readonly type: "error" }>): ReadonlyArray<string> =>
+    finish("failed", "response.failed", {
+      error: { code: ev.kind === "rate_limit" ? "rate_limit_exceeded" : "server_error", message: ev.message }
+    })
 
   const encode = (ev: StreamEvent): ReadonlyArray<string> => {
     switch (ev.type) {
