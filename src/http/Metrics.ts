@@ -147,33 +147,27 @@ const registerStoreGauges = (
       Effect.ignore
     )
   )
-  new Gauge({
-    name: "tollgate_ledger_events_appended",
-    help: "Events appended to the ledger (its highest global position)",
-    registers: [registry],
-    async collect() {
-      await refresh()
-      this.set(last.events)
-    }
-  })
-  new Gauge({
-    name: "tollgate_holds_outstanding",
-    help: "Holds placed and not yet resolved",
-    registers: [registry],
-    async collect() {
-      await refresh()
-      this.set(last.holds)
-    }
-  })
-  new Gauge({
-    name: "tollgate_holds_outstanding_micro_usd",
-    help: "Micro-dollars reserved by unresolved holds (an integer: money is never a float)",
-    registers: [registry],
-    async collect() {
-      await refresh()
-      this.set(last.held)
-    }
-  })
+  const scraped = (name: string, help: string, read: (figures: typeof last) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        await refresh()
+        this.set(read(last))
+      }
+    })
+  scraped(
+    "tollgate_ledger_events_appended",
+    "Events appended to the ledger (its highest global position)",
+    (f) => f.events
+  )
+  scraped("tollgate_holds_outstanding", "Holds placed and not yet resolved", (f) => f.holds)
+  scraped(
+    "tollgate_holds_outstanding_micro_usd",
+    "Micro-dollars reserved by unresolved holds (an integer: money is never a float)",
+    (f) => f.held
+  )
   new Gauge({
     name: "tollgate_video_tasks",
     help: "Video tasks by status",
