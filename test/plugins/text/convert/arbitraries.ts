@@ -402,3 +402,11 @@ export const geminiRequest: fc.Arbitrary<ChatRequest> = fc
     { requiredKeys: ["model", "system", "messages", "tools", "stream"] }
   )
   .map(withoutChoiceWhenNoTools)
+  // A Gemini request keeps a function call's first answer (geminiRequestToIR.ts `Calls`: Gemini CLI resends one on
+  // resume), so a call id answered in two turns is outside what round-trips; vendors never reuse one anyway.
+  .filter((request) => {
+    const ids = request.messages
+      .flatMap((m) => (m.role === "assistant" ? m.content : []))
+      .flatMap((part) => (part.type === "tool_call" ? [part.id] : []))
+    return new Set(ids).size === ids.length
+  })
