@@ -11,6 +11,7 @@ import { adminTokenPath, ensureDemoAccount, loadOrCreateAdminToken, saveFirstSta
 import { parseTrustProxy } from "./http/AuthThrottle.ts"
 import { makeBatchedJsonLogger } from "./adapters/telemetry/JsonLogger.ts"
 import * as IdleCollection from "./adapters/runtime/IdleCollection.ts"
+import { createHere, createInChild, folderToCreate } from "./adapters/store/EmbeddedStoreCreation.ts"
 
 const settings = Config.all({
   port: Config.Port("PORT").pipe(Config.withDefault(8080)),
@@ -93,10 +94,13 @@ const program = (overrides: LaunchOverrides) =>
         new Error("TOLLGATE_TRUST_PROXY: expected true, false, or a comma-separated list of proxy addresses or CIDRs")
       )
     }
+    const pgliteDir = `${dataDir}/pglite`
+    // A first start makes its database in a child process, and opens it here as a later start would.
+    if (embedded) yield* createInChild(pgliteDir)
     const services = servicesLayer({
       database: Option.isSome(config.databaseUrl)
         ? { kind: "postgres", url: config.databaseUrl.value }
-        : { kind: "pglite", dataDir: `${dataDir}/pglite` },
+        : { kind: "pglite", dataDir: pgliteDir },
       adminToken,
       maxBodyBytes: config.maxBodyBytes,
       maxAudioBytes: config.maxAudioBytes,
@@ -157,9 +161,14 @@ const program = (overrides: LaunchOverrides) =>
 /** Log lines are JSON, batched to stdout (adapters/telemetry/JsonLogger.ts). */
 const batchedJsonLogger = makeBatchedJsonLogger((text) => process.stdout.write(text))
 
-export const launch = (overrides: LaunchOverrides = {}) =>
-  program(overrides).pipe(
-    Effect.provide(Logger.layer([batchedJsonLogger])),
-    Effect.tapCause((cause) => Effect.logError("Tollgate failed to start", cause)),
-    NodeRuntime.runMain
-  )
+/** The gateway; or, started as `<entry> --create-embedded-store <folder>`, the child that makes a first start's database. */
+export const launch = (overrides: LaunchOverrides = {}) => {
+  const folder = folderToCreate(process.argv)
+  const main =
+    folder === undefined
+      ? Effect.tapCause(program(overrides), (cause) => Effect.logError("Tollgate failed to start", cause))
+      : Effect.tapCause(createHere(folder), (cause) =>
+          Effect.logError("the embedded database could not be made in a child process", cause)
+        )
+  return main.pipe(Effect.provide(Logger.layer([batchedJsonLogger])), NodeRuntime.runMain)
+}

@@ -72,7 +72,7 @@ const postgresClient = (url: Redacted.Redacted<string>, maxConnections: number) 
   PgClient.layer({ url, maxConnections, connectTimeout: "5 seconds" })
 
 /** Whether `dataDir` holds a PGlite database already (Postgres writes PG_VERSION first). */
-const isDatabase = (dataDir: string): boolean => existsSync(join(dataDir, "PG_VERSION"))
+export const isDatabase = (dataDir: string): boolean => existsSync(join(dataDir, "PG_VERSION"))
 
 /** SqlClient + StoreInfo with every migration applied. */
 export const layer = (
