@@ -3,9 +3,11 @@
  * `--pglite`), left alone, and measured over `--seconds`: its CPU (ms per second, utime + stime of every thread from
  * /proc), the CPU of the Postgres backends serving its database and the transactions they ran. With
  * `BENCH_CPU_PROF_DIR` set the gateway writes a V8 CPU profile there when it stops (what woke it);
- * `BENCH_GATEWAY_SCRIPT` runs another checkout's entry point for a before/after pair.
+ * `BENCH_GATEWAY_SCRIPT` runs another checkout's entry point for a before/after pair. The window opens
+ * `--settle-seconds` after ready: a start is followed by one full collection of its garbage once the process is
+ * quiet (src/adapters/runtime/IdleCollection.ts), which a window opened early counts as idle work.
  *
- *   npm run bench -- idle [--seconds 30] [--pglite]
+ *   npm run bench -- idle [--seconds 30] [--settle-seconds 3] [--pglite]
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -16,6 +18,7 @@ import { benchOptions } from "./Options.ts"
 
 const { number, flag } = benchOptions("idle")
 const seconds = number("seconds", 30)
+const settleSeconds = number("settle-seconds", 3)
 const rung = flag("pglite") ? "pglite" : "postgres"
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -23,7 +26,7 @@ const runDir = mkdtempSync(join(tmpdir(), "tollgate-idle-"))
 const server = await startRung(rung, { runDir, mockOrigin: "http://127.0.0.1:9", core: 0, keys: 1 })
 if (server === undefined) process.exit(1)
 console.log(`${rung}: ready in ${server.readyMs} ms; ${uptime()}`)
-await sleep(3_000)
+await sleep(settleSeconds * 1000)
 const before = { cpu: cpuMicros(server.pid), pg: server.postgresCpu(), db: await server.dbCounters() }
 await sleep(seconds * 1000)
 const after = { cpu: cpuMicros(server.pid), pg: server.postgresCpu(), db: await server.dbCounters() }
