@@ -12,8 +12,8 @@
  */
 import { Effect, Layer } from "effect"
 import { spawn } from "node:child_process"
-import { mkdirSync, renameSync, rmSync } from "node:fs"
-import { dirname } from "node:path"
+import { mkdirSync, readdirSync, renameSync, rmSync } from "node:fs"
+import { basename, dirname, join } from "node:path"
 import * as Database from "./Database.ts"
 
 /** The argument that starts the gateway's entry script as the child, followed by the folder to make. */
@@ -60,6 +60,22 @@ const runChild = (entry: EntryCommand, folder: string): Effect.Effect<boolean> =
     return Effect.sync(() => child.kill("SIGKILL"))
   })
 
+/** A database being made for `<folder>` is in `<folder>.new-<pid>` until it is whole. */
+const MADE_SUFFIX = ".new-"
+
+/**
+ * Removes what earlier first starts left half-made beside `folder` (a start killed while its child ran), and makes the
+ * parent folder. One process at a time uses an embedded data dir, so none of them is still being made.
+ */
+const clearLeftovers = (folder: string) => {
+  const parent = dirname(folder)
+  mkdirSync(parent, { recursive: true })
+  const prefix = basename(folder) + MADE_SUFFIX
+  for (const name of readdirSync(parent)) {
+    if (name.startsWith(prefix)) rmSync(join(parent, name), { recursive: true, force: true })
+  }
+}
+
 /** Moves a database made in `made` to `folder`, unless another process put one there first. */
 const moveIntoPlace = (made: string, folder: string): Creation => {
   if (!Database.isDatabase(made)) return "left to this process"
@@ -83,11 +99,10 @@ export const createInChild = (
 ): Effect.Effect<Creation> => {
   if (Database.isDatabase(folder)) return Effect.succeed("existed")
   if (entry === undefined) return Effect.succeed("left to this process")
-  const made = `${folder}.new-${process.pid}`
+  const made = `${folder}${MADE_SUFFIX}${process.pid}`
   const clear = Effect.sync(() => rmSync(made, { recursive: true, force: true }))
   return Effect.gen(function* () {
-    yield* clear
-    yield* Effect.sync(() => mkdirSync(dirname(made), { recursive: true }))
+    yield* Effect.sync(() => clearLeftovers(folder))
     yield* Effect.logInfo(`making the embedded database in a child process: ${folder}`)
     const finished = yield* runChild(entry, made)
     return finished ? moveIntoPlace(made, folder) : "left to this process"

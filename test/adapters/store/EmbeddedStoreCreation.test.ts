@@ -102,11 +102,13 @@ describe("the embedded store made in a child process", () => {
     }).pipe(Effect.scoped)
   )
 
-  it.effect("moves the database into a folder an earlier start left empty", () =>
+  it.effect("moves the database into a folder an earlier start left empty, and removes what it left half-made", () =>
     Effect.gen(function* () {
       const root = yield* scratch
       const folder = join(root, "pglite")
       mkdirSync(folder)
+      mkdirSync(join(root, "pglite.new-999999"))
+      writeFileSync(join(root, "pglite.new-999999", "base"), "half-made")
       assert.strictEqual(yield* createInChild(folder, scriptEntry(markAsDatabaseSource)), "created")
       assert.deepStrictEqual(readdirSync(root), ["pglite"])
       assert.isTrue(existsSync(join(folder, "PG_VERSION")))
