@@ -1,5 +1,5 @@
 /**
- * Effect steps and fibers per request (issue 29), counted, not timed: the in-memory ladder rung's bundle
+ * Effect steps, fibers and JavaScript heap allocated per request (issue 29), counted, not timed: the in-memory ladder rung's bundle
  * (dist/ladder-memory, or `--script`) copied with two counters patched into Effect's runtime — one in the fiber's run
  * loop, by primitive (`Success`, `Suspend`, `Iterator`, …), one in the fiber constructor — then driven with chat
  * requests one connection at a time. The counts are exact and the same on a busy host, so a change to the request path
@@ -33,9 +33,21 @@ const STEP = "this.currentOpCount++;"
 const FIBER = "this.cache.runtimeMetrics?.recordFiberStart(this.context);"
 /** With `--sites`: the step counted again under its primitive and the text of the first function it holds. */
 const SITE = ` const at = globalThis.__tollgateSteps.sites; let fn = ""; if (current) for (const v of Object.values(current)) if (typeof v === "function") { fn = String(v).replace(/\\s+/g, " ").slice(0, 140); break; } const site = k + " | " + fn; at[site] = (at[site] ?? 0) + 1;`
+/**
+ * The counters, and the bytes the JavaScript heap took between the first and the second count: a `v8.GCProfiler`
+ * runs from one to the other, and what each collection found in use, less what the one before it left, is what was
+ * allocated in between (plus what is in use at the end, less what the last one left).
+ */
 const counts = (file: string) =>
-  `;(() => { const counts = { fibers: 0, steps: {}, sites: {} }; globalThis.__tollgateSteps = counts;
-process.on("SIGUSR2", () => require("node:fs").writeFileSync(${JSON.stringify(file)}, JSON.stringify(counts))) })();\n`
+  `;(() => { const counts = { fibers: 0, steps: {}, sites: {}, allocated: 0 }; globalThis.__tollgateSteps = counts;
+const v8 = require("node:v8"); const used = () => v8.getHeapStatistics().used_heap_size; let profiler, from = 0;
+process.on("SIGUSR2", () => {
+  if (profiler === undefined) { profiler = new v8.GCProfiler(); profiler.start(); from = used(); }
+  else { const now = used(); let left = from, sum = 0;
+    for (const gc of profiler.stop().statistics) {
+      sum += gc.beforeGC.heapStatistics.usedHeapSize - left; left = gc.afterGC.heapStatistics.usedHeapSize; }
+    counts.allocated = sum + now - left; profiler = undefined; }
+  require("node:fs").writeFileSync(${JSON.stringify(file)}, JSON.stringify(counts)); }) })();\n`
 
 /** The bundle with its runtime counting; written beside it, so that its imports resolve as the original's. */
 const instrumented = (countsFile: string): string => {
@@ -91,6 +103,7 @@ const send = async (count: number) => {
 }
 type Counts = {
   readonly fibers: number
+  readonly allocated: number
   readonly steps: Record<string, number>
   readonly sites: Record<string, number>
 }
@@ -127,6 +140,7 @@ console.log(
 console.log(
   `per request: ${total.toFixed(1)} Effect steps, ${perRequest(before.fibers, after.fibers).toFixed(2)} fibers`
 )
+console.log(`JavaScript heap allocated per request: ${(after.allocated / requests / 1024).toFixed(1)} KB`)
 console.log(`by primitive: ${kinds.map(([kind, n]) => `${kind} ${n.toFixed(1)}`).join(", ")}`)
 if (sites) {
   console.log("by site (primitive | the first function it holds), at least one per request:")
