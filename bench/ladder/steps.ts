@@ -1,8 +1,8 @@
 /**
- * Effect steps, fibers and JavaScript heap allocated per request (issue 29), counted, not timed: the in-memory ladder rung's bundle
- * (dist/ladder-memory, or `--script`) copied with two counters patched into Effect's runtime — one in the fiber's run
- * loop, by primitive (`Success`, `Suspend`, `Iterator`, …), one in the fiber constructor — then driven with chat
- * requests one connection at a time. The counts are exact and the same on a busy host, so a change to the request path
+ * Effect steps, fibers and JavaScript heap allocated per request (issue 29), counted, not timed: the in-memory ladder
+ * rung's bundle (dist/ladder-memory, or `--script`) copied with two counters patched into Effect's runtime — one in the
+ * fiber's run loop, by primitive (`Success`, `Suspend`, `Iterator`, …), one in the fiber constructor — and a heap
+ * profiler of its collections, then driven with chat requests one connection at a time. The counts are exact and the same on a busy host, so a change to the request path
  * shows its steps before its CPU can be told from noise.
  *
  *   npm run bench -- steps [--requests 2000] [--stream] [--sites] [--script <main.js of a memory-rung build>]
