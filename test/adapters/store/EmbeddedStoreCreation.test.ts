@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import {
@@ -9,6 +9,7 @@ import {
   type EntryCommand,
   folderToCreate
 } from "../../../src/adapters/store/EmbeddedStoreCreation.ts"
+import { isDatabase } from "../../../src/adapters/store/Database.ts"
 
 /** A folder for one test, removed after it; the database goes in `<root>/pglite`. */
 const scratch = Effect.acquireRelease(
@@ -28,6 +29,11 @@ const markAsDatabase = (folder: string) => {
   mkdirSync(folder, { recursive: true })
   writeFileSync(join(folder, "PG_VERSION"), "17\n")
 }
+
+/** The child's source for `markAsDatabase` on each folder of `folders`, a JavaScript array expression. */
+const markingAsDatabase = (folders: string) =>
+  `for (const f of ${folders}) { require('node:fs').mkdirSync(f, { recursive: true }); ` +
+  "require('node:fs').writeFileSync(f + '/PG_VERSION', '17\\n') }"
 
 describe("the embedded store made in a child process", () => {
   it("reads the folder to make from the child's arguments", () => {
@@ -92,13 +98,10 @@ describe("the embedded store made in a child process", () => {
     Effect.gen(function* () {
       const root = yield* scratch
       const folder = join(root, "pglite")
-      const both = scriptEntry(
-        `const fs = require('node:fs'); for (const f of [folder, ${JSON.stringify(folder)}]) { ` +
-          "fs.mkdirSync(f, { recursive: true }); fs.writeFileSync(f + '/PG_VERSION', '17\\n') }"
-      )
+      const both = scriptEntry(markingAsDatabase(`[folder, ${JSON.stringify(folder)}]`))
       assert.strictEqual(yield* createInChild(folder, both), "existed")
       assert.deepStrictEqual(readdirSync(root), ["pglite"])
-      assert.isTrue(existsSync(join(folder, "PG_VERSION")))
+      assert.isTrue(isDatabase(folder))
     }).pipe(Effect.scoped)
   )
 
@@ -109,12 +112,9 @@ describe("the embedded store made in a child process", () => {
       mkdirSync(folder)
       mkdirSync(join(root, "pglite.new-999999"))
       writeFileSync(join(root, "pglite.new-999999", "base"), "half-made")
-      assert.strictEqual(yield* createInChild(folder, scriptEntry(markAsDatabaseSource)), "created")
+      assert.strictEqual(yield* createInChild(folder, scriptEntry(markingAsDatabase("[folder]"))), "created")
       assert.deepStrictEqual(readdirSync(root), ["pglite"])
-      assert.isTrue(existsSync(join(folder, "PG_VERSION")))
+      assert.isTrue(isDatabase(folder))
     }).pipe(Effect.scoped)
   )
 })
-
-const markAsDatabaseSource =
-  "const fs = require('node:fs'); fs.mkdirSync(folder, { recursive: true }); fs.writeFileSync(folder + '/PG_VERSION', '17\\n')"
